@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""Bootstrap the workspace and run its two jobs, with nothing but Python 3.11+ and pip.
+
+    python3 dev.py demo     # the main job: `episodex demo` on the embedded default
+    python3 dev.py test     # the whole test suite
+
+The first run installs uv into `.tools/` (with pip, from PyPI), then lets uv build `.venv`
+from `uv.lock` with the machine's own Python: `UV_PYTHON_DOWNLOADS=never`, because nothing in
+this project may download an interpreter, a model or an encoding at run time. Extra arguments
+after the job name go to `episodex` or `pytest`.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+TOOLS = ROOT / ".tools"
+UV_VERSION = "0.13.9"
+
+
+def _uv() -> Path:
+    """Return the path of a uv binary, installing it into `.tools/` on first use."""
+    uv = TOOLS / "bin" / "uv"
+    if uv.exists():
+        return uv
+    print(f"dev.py: installing uv {UV_VERSION} into {TOOLS} ...", flush=True)
+    venv.EnvBuilder(with_pip=True, clear=True).create(TOOLS)
+    subprocess.run(
+        [str(TOOLS / "bin" / "python"), "-m", "pip", "install", "--quiet",
+         "--disable-pip-version-check", f"uv=={UV_VERSION}"],
+        check=True,
+    )
+    return uv
+
+
+def _sync(uv: Path, env: dict[str, str]) -> None:
+    subprocess.run(
+        [str(uv), "sync", "--frozen", "--all-packages", "--quiet",
+         "--python", sys.executable],
+        check=True, cwd=ROOT, env=env,
+    )
+
+
+def main(argv: list[str]) -> int:
+    """Run `demo` or `test` (plus pass-through arguments) in the synced workspace."""
+    if not argv or argv[0] not in {"demo", "test"}:
+        print(__doc__)
+        return 2
+    job, rest = argv[0], argv[1:]
+    env = dict(os.environ, UV_PYTHON_DOWNLOADS="never", UV_NO_PROGRESS="1")
+    uv = _uv()
+    _sync(uv, env)
+    python = ROOT / ".venv" / "bin" / "python"
+    if job == "demo":
+        cmd = [str(python), "-m", "episodex", "demo", *rest]
+    else:
+        cmd = [str(python), "-m", "pytest", *rest]
+    return subprocess.run(cmd, cwd=ROOT, env=env).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

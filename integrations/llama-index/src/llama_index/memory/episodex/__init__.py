@@ -1,0 +1,1 @@
+"""llama-index-memory-episodex."""

@@ -1,0 +1,211 @@
+"""The conversation episode: what `memorize` accepts, how it is stored, how it comes back."""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Annotated, Any, Self
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    field_validator,
+    model_validator,
+)
+from pydantic import ValidationError as PydanticValidationError
+
+from episodex._errors import ValidationError
+
+__all__ = ["ConversationEpisode", "describe_validation_error", "payload_to_item"]
+
+#: Bumped when the stored payload changes shape.
+SCHEMA_VERSION = 1
+
+Id = Annotated[StrictStr, Field(min_length=1, max_length=512)]
+NonNegative = Annotated[StrictInt, Field(ge=0)]
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _aware(value: datetime) -> datetime:
+    # Naive datetimes are taken as UTC, so stored times compare across machines.
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+class ConversationEpisode(BaseModel):
+    """A stretch of one conversation, summarised twice, with what happened in it.
+
+    Only the summaries and the three ids are required.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=False)
+
+    short_summary: StrictStr
+    """One or two sentences: what the stretch was about."""
+    long_summary: StrictStr
+    """A paragraph: what was asked, done and decided."""
+    user_id: Id
+    """The end user; every read and write is confined to one user and one agent."""
+    agent_id: Id
+    """The agent (bot) the user talked to."""
+    conversation_id: Id
+    """The conversation the stretch belongs to."""
+    start_index: NonNegative = 0
+    """Index of the first message summarised."""
+    end_index: NonNegative | None = None
+    """Index of the last message summarised (defaults to `start_index`)."""
+    overlap: NonNegative = 0
+    """Messages shared with the previous episode of the conversation."""
+    flows_activated: list[Id] = Field(default_factory=list[str])
+    """Named flows (intents, playbooks) the agent ran."""
+    tools_invoked: list[Id] = Field(default_factory=list[str])
+    """Tools the agent called."""
+    timestamp_begin: datetime | None = None
+    """When the stretch began (default: now; naive times are UTC)."""
+    timestamp_end: datetime | None = None
+    """When it ended (default: `timestamp_begin` or now)."""
+    average_user_sentiment: StrictFloat | StrictInt | None = None
+    """Mean user sentiment in [-1, 1]."""
+    user_sentiment_variance: StrictFloat | StrictInt | None = None
+    """Variance of the user sentiment, at least 0."""
+    metadata: dict[str, Any] = Field(default_factory=dict[str, Any])
+    """Any JSON object; returned verbatim."""
+    point_id: StrictStr | None = None
+    """A UUID to store under (default: a new one); writing an existing id replaces it."""
+
+    @field_validator("short_summary", "long_summary")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must contain text, not only whitespace")
+        return value
+
+    @field_validator("average_user_sentiment")
+    @classmethod
+    def _sentiment(cls, value: float | None) -> float | None:
+        if value is None:
+            return None
+        if not math.isfinite(value) or not -1.0 <= value <= 1.0:
+            raise ValueError(f"must be a finite number in [-1, 1], got {value!r}")
+        return float(value)
+
+    @field_validator("user_sentiment_variance")
+    @classmethod
+    def _variance(cls, value: float | None) -> float | None:
+        if value is None:
+            return None
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"must be a finite number >= 0, got {value!r}")
+        return float(value)
+
+    @field_validator("metadata")
+    @classmethod
+    def _json(cls, value: dict[str, Any]) -> dict[str, Any]:
+        try:
+            text = json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"must be a JSON object (str keys, JSON values, no NaN): {exc}") from exc
+        return json.loads(text)
+
+    @field_validator("point_id")
+    @classmethod
+    def _uuid(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            return str(uuid.UUID(value))
+        except ValueError:
+            raise ValueError(f"must be a UUID string, got {value!r}") from None
+
+    @model_validator(mode="after")
+    def _ranges(self) -> Self:
+        if self.end_index is not None and self.end_index < self.start_index:
+            raise ValueError(
+                f"end_index ({self.end_index}) is before start_index ({self.start_index})"
+            )
+        if (
+            self.timestamp_begin is not None
+            and self.timestamp_end is not None
+            and _aware(self.timestamp_end) < _aware(self.timestamp_begin)
+        ):
+            raise ValueError("timestamp_end is before timestamp_begin")
+        return self
+
+    @classmethod
+    def parse(cls, data: ConversationEpisode | Mapping[str, Any], *, where: str = "") -> ConversationEpisode:
+        """Validate a mapping (or pass an episode through), raising episodex's ValidationError."""
+        if isinstance(data, ConversationEpisode):
+            return data
+        if not isinstance(data, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValidationError(f"{where}expected a mapping of episode fields, got {type(data).__name__}")
+        try:
+            return cls.model_validate(dict(data))
+        except PydanticValidationError as exc:
+            raise ValidationError(where + describe_validation_error(exc)) from None
+
+    def to_payload(self, *, created_at: float | None = None) -> dict[str, Any]:
+        """The stored payload: times as UTC epoch seconds, so they index and order as floats."""
+        begin = _aware(self.timestamp_begin) if self.timestamp_begin else None
+        end = _aware(self.timestamp_end) if self.timestamp_end else None
+        now = _now()
+        begin = begin or end or now
+        end = end or begin
+        return {
+            "user_id": self.user_id,
+            "agent_id": self.agent_id,
+            "conversation_id": self.conversation_id,
+            "short_summary_text": self.short_summary,
+            "long_summary_text": self.long_summary,
+            "start_index": self.start_index,
+            "end_index": self.start_index if self.end_index is None else self.end_index,
+            "overlap": self.overlap,
+            "flows_activated": list(self.flows_activated),
+            "tools_invoked": list(self.tools_invoked),
+            "timestamp_begin": begin.timestamp(),
+            "timestamp_end": end.timestamp(),
+            "average_user_sentiment": self.average_user_sentiment,
+            "user_sentiment_variance": self.user_sentiment_variance,
+            "metadata": self.metadata,
+            "created_at": created_at if created_at is not None else now.timestamp(),
+            "schema": SCHEMA_VERSION,
+        }
+
+
+def describe_validation_error(exc: PydanticValidationError) -> str:
+    """One readable sentence per pydantic error: field, problem, and what was given."""
+    parts: list[str] = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or "episode"
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "missing":
+            parts.append(f"{loc} is required")
+        elif err["type"] == "extra_forbidden":
+            parts.append(f"{loc} is not a field of an episode")
+        else:
+            shown = repr(err.get("input"))
+            if len(shown) > 60:
+                shown = shown[:57] + "..."
+            parts.append(f"{loc}: {msg} (got {shown})")
+    return "invalid episode: " + "; ".join(parts)
+
+
+def payload_to_item(point_id: str, payload: Mapping[str, Any], score: float | None = None) -> dict[str, Any]:
+    """A stored payload as the dict users get back: ids, texts, fields, datetimes."""
+    item: dict[str, Any] = {"point_id": point_id}
+    if score is not None:
+        item["score"] = score
+    for key, value in payload.items():
+        if key in ("timestamp_begin", "timestamp_end", "created_at") and isinstance(value, int | float):
+            item[key] = datetime.fromtimestamp(value, UTC)
+        elif key != "schema":
+            item[key] = value
+    return item

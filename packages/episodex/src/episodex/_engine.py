@@ -1,0 +1,123 @@
+"""The store protocol every vector backend implements, and how a memory picks one.
+
+Two backends implement `Engine`: `EdgeEngine` (Qdrant Edge, in process, one folder per
+collection) and `QdrantClientEngine` (qdrant-client: a server, a cluster, or `:memory:`).
+Both render the same `_plan` objects. Engines are synchronous and thread-safe; the memory
+classes call them from worker threads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from episodex._errors import ConfigurationError
+from episodex._plan import CollectionSpec, Filter, Fused, Hit, Point, Search
+
+__all__ = ["Engine", "open_engine"]
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """A vector engine holding named collections of points with dense and sparse vectors."""
+
+    @property
+    def kind(self) -> str:
+        """`edge`, `memory` (qdrant-client local mode) or `server`."""
+        ...
+
+    def ensure_collection(self, spec: CollectionSpec) -> Mapping[str, Any]:
+        """Create the collection if it is missing; return the metadata it was created with."""
+        ...
+
+    def upsert(self, collection: str, points: Sequence[Point]) -> None:
+        """Insert or replace points, all or nothing."""
+        ...
+
+    def delete(self, collection: str, flt: Filter) -> None:
+        """Delete the points matching `flt` (there is no unfiltered delete)."""
+        ...
+
+    def query(self, collection: str, requests: Sequence[Search | Fused]) -> list[list[Hit]]:
+        """Run searches as one batch; one list of hits per request, best first."""
+        ...
+
+    def scroll(
+        self,
+        collection: str,
+        flt: Filter,
+        *,
+        limit: int,
+        order_by: str | None = None,
+        descending: bool = True,
+        with_payload: bool | Sequence[str] = True,
+        offset: str | None = None,
+    ) -> tuple[list[Hit], str | None]:
+        """Page through matching points; ordered by a float payload key when `order_by` is set.
+
+        Returns the page and the offset of the next page (None at the end, and always None when
+        ordering, where a page is the whole answer).
+        """
+        ...
+
+    def count(self, collection: str, flt: Filter) -> int:
+        """Count matching points exactly."""
+        ...
+
+    def optimize(self) -> None:
+        """Build indexes and merge segments now (a no-op where the engine does it itself)."""
+        ...
+
+    def close(self) -> None:
+        """Flush and release the engine; idempotent."""
+        ...
+
+
+def open_engine(
+    *,
+    path: str | None = None,
+    url: str | None = None,
+    location: str | None = None,
+    api_key: str | None = None,
+    prefer_grpc: bool = False,
+    collection_prefix: str = "episodex_",
+    timeout: float | None = None,
+    client_options: Mapping[str, Any] | None = None,
+) -> Engine:
+    """Open the engine chosen by exactly one of `path`, `url` or `location`.
+
+    Args:
+        path: A folder for the embedded Qdrant Edge store (created if missing).
+        url: A Qdrant server or cluster, e.g. `http://localhost:6333`.
+        location: `:memory:` for qdrant-client's local mode.
+        api_key: Qdrant API key (server only).
+        prefer_grpc: Talk gRPC to the server.
+        collection_prefix: Prefix of server collection names.
+        timeout: Request timeout in seconds (server only).
+        client_options: More keyword arguments for `qdrant_client.QdrantClient`.
+    """
+    chosen = [name for name, value in (("path", path), ("url", url), ("location", location)) if value]
+    if len(chosen) != 1:
+        raise ConfigurationError(
+            "give exactly one of path= (embedded Qdrant Edge folder), url= (Qdrant server) or "
+            f"location=':memory:' (qdrant-client local mode); got {chosen or 'none'}"
+        )
+    if path:
+        from episodex._edge import EdgeEngine
+
+        return EdgeEngine(path)
+    from episodex._qdrant import QdrantClientEngine
+
+    if location is not None and location != ":memory:":
+        raise ConfigurationError(
+            f"location must be ':memory:', got {location!r}; use path= for a folder on disk"
+        )
+    return QdrantClientEngine(
+        url=url,
+        location=location,
+        api_key=api_key,
+        prefer_grpc=prefer_grpc,
+        prefix=collection_prefix,
+        timeout=timeout,
+        options=dict(client_options or {}),
+    )

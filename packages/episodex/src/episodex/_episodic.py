@@ -1,0 +1,524 @@
+"""The synchronous core of conversation-episode memory; `EpisodicMemory` wraps it.
+
+Every public method takes `user_id` and `agent_id` and builds its filter from them first: there
+is no read, count, export or delete that can reach another tenant's points.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any, Literal
+
+from episodex._conversation import ConversationEpisode, payload_to_item
+from episodex._embedders import Embedder
+from episodex._engine import Engine
+from episodex._errors import EmbedderMismatchError, ImportFileError, NotFoundError, ValidationError
+from episodex._plan import CollectionSpec, Filter, Fused, Hit, Match, Point, Search, Stream
+from episodex._sparse import Bm25Encoder
+
+__all__ = ["EpisodeStore", "ImportReport", "RecallResult", "check_manifest"]
+
+COLLECTION = "episodes"
+STREAMS = ("short", "long", "bm25")
+RecallResult = dict[str, list[dict[str, Any]]]
+
+
+def check_manifest(stored: Mapping[str, Any], expected: Mapping[str, Any], where: str) -> None:
+    """Raise `EmbedderMismatchError` if a store was made with another embedder or dimension."""
+    for key in ("embedder", "dimension"):
+        if key in stored and stored[key] != expected[key]:
+            raise EmbedderMismatchError(
+                f"{where} was created with {key} {stored[key]!r} but this memory uses "
+                f"{expected[key]!r}; open it with the same embedder, or export and re-import "
+                "into a new store to re-embed"
+            )
+
+
+def _require_id(name: str, value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationError(f"{name} must be a non-empty string, got {value!r}")
+    return value
+
+
+def _require_count(name: str, value: object, *, minimum: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValidationError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def _require_weight(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        raise ValidationError(f"{name} must be a finite number >= 0, got {value!r}")
+    return float(value)
+
+
+def tenant_filter(user_id: object, agent_id: object) -> Filter:
+    """The filter every operation starts from: this user AND this agent."""
+    return Filter(
+        must=(
+            Match("user_id", _require_id("user_id", user_id)),
+            Match("agent_id", _require_id("agent_id", agent_id)),
+        )
+    )
+
+
+@dataclass
+class ImportReport:
+    """What an import did.
+
+    Attributes:
+        imported: Point ids written, in file order.
+        skipped: `(line_number, reason)` of each line left out (only with `errors="skip"`).
+    """
+
+    imported: list[str] = field(default_factory=list[str])
+    skipped: list[tuple[int, str]] = field(default_factory=list[tuple[int, str]])
+
+
+class EpisodeStore:
+    """Conversation episodes in one collection of an engine (synchronous, thread-safe).
+
+    Args:
+        engine: The vector engine.
+        embedder: The dense embedder; its id and dimension are recorded in the collection.
+        bm25: The sparse encoder.
+        collection: Collection name.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        embedder: Embedder,
+        *,
+        bm25: Bm25Encoder | None = None,
+        collection: str = COLLECTION,
+    ) -> None:
+        self.engine = engine
+        self.embedder = embedder
+        self.bm25 = bm25 or Bm25Encoder()
+        self.collection = collection
+        manifest = {
+            "embedder": embedder.model_id,
+            "dimension": embedder.dimension,
+            "kind": "conversation_episodes",
+            "schema": 1,
+            "bm25": self.bm25.config,
+        }
+        spec = CollectionSpec(
+            name=collection,
+            dense={"short": embedder.dimension, "long": embedder.dimension},
+            sparse=("bm25",),
+            tenant_key="user_id",
+            keywords=("agent_id", "conversation_id", "flows_activated", "tools_invoked"),
+            floats=("timestamp_begin", "timestamp_end"),
+            metadata=manifest,
+        )
+        stored = engine.ensure_collection(spec)
+        check_manifest(stored, manifest, f"the episode collection {collection!r}")
+        self._write_lock = threading.Lock()
+
+    # -- writing -------------------------------------------------------------------------
+
+    def _points(self, episodes: Sequence[ConversationEpisode]) -> list[Point]:
+        texts: list[str] = []
+        for ep in episodes:
+            texts.extend((ep.short_summary, ep.long_summary))
+        vectors = self.embedder.embed_documents(texts)
+        now = time.time()
+        points: list[Point] = []
+        for i, ep in enumerate(episodes):
+            payload = ep.to_payload(created_at=now)
+            points.append(
+                Point(
+                    id=ep.point_id or str(uuid.uuid4()),
+                    dense={"short": vectors[2 * i].tolist(), "long": vectors[2 * i + 1].tolist()},
+                    sparse={"bm25": self.bm25.document(f"{ep.short_summary}\n{ep.long_summary}")},
+                    payload=payload,
+                )
+            )
+        return points
+
+    def memorize_many(
+        self,
+        episodes: Iterable[ConversationEpisode | Mapping[str, Any]],
+        *,
+        batch_size: int = 256,
+    ) -> list[str]:
+        """Validate every episode, then embed and write them in batches; returns point ids.
+
+        A bad episode raises `ValidationError` naming its position before anything is written.
+        """
+        batch_size = _require_count("batch_size", batch_size, minimum=1)
+        if isinstance(episodes, Mapping | str | bytes):
+            raise ValidationError("memorize_many takes a list of episodes, not a single one")
+        parsed = [ConversationEpisode.parse(e, where=f"episode {i}: ") for i, e in enumerate(episodes)]
+        ids: list[str] = []
+        for start in range(0, len(parsed), batch_size):
+            points = self._points(parsed[start : start + batch_size])
+            self.engine.upsert(self.collection, points)
+            ids.extend(p.id for p in points)
+        return ids
+
+    # -- reading -------------------------------------------------------------------------
+
+    def recall(
+        self,
+        *,
+        user_id: str,
+        agent_id: str,
+        query: str,
+        conversation_id: str | None = None,
+        previous_conversation_limit: int = 10,
+        same_conversation_limit: int = 5,
+        short_weight: float = 0.2,
+        long_weight: float = 0.3,
+        bm25_weight: float = 0.5,
+        stage1_limit: int = 100,
+        rrf_k: int = 10,
+    ) -> RecallResult:
+        """Hybrid recall: three streams fused by weighted RRF in the engine, split by conversation."""
+        base = tenant_filter(user_id, agent_id)
+        if not isinstance(query, str) or not query.strip():
+            raise ValidationError(f"query must be a non-empty string, got {query!r}")
+        if conversation_id is not None:
+            _require_id("conversation_id", conversation_id)
+        prev_limit = _require_count("previous_conversation_limit", previous_conversation_limit)
+        same_limit = _require_count("same_conversation_limit", same_conversation_limit)
+        stage1 = _require_count("stage1_limit", stage1_limit, minimum=1)
+        k = _require_count("rrf_k", rrf_k, minimum=1)
+        weights = {
+            "short": _require_weight("short_weight", short_weight),
+            "long": _require_weight("long_weight", long_weight),
+            "bm25": _require_weight("bm25_weight", bm25_weight),
+        }
+        if not any(weights.values()):
+            raise ValidationError(
+                "short_weight, long_weight and bm25_weight are all 0: give at least one a weight > 0"
+            )
+        result: RecallResult = {"same_conversation": [], "previous_conversations": []}
+        sides: list[tuple[str, Filter, int]] = []
+        if conversation_id is not None and same_limit > 0:
+            sides.append(("same_conversation", base.and_(Match("conversation_id", conversation_id)), same_limit))
+        if prev_limit > 0:
+            prev = base.and_not(Match("conversation_id", conversation_id)) if conversation_id else base
+            sides.append(("previous_conversations", prev, prev_limit))
+        if not sides:
+            return result
+
+        streams = self._streams(query, weights, stage1)
+        if not streams:
+            return result  # a query of only stopwords with only the BM25 stream weighted
+        requests: list[Search | Fused] = []
+        for _, flt, limit in sides:
+            requests.append(
+                Fused(
+                    streams=tuple(s for s in streams),
+                    weights=tuple(weights[s.using] for s in streams),
+                    k=k,
+                    filter=flt,
+                    limit=limit,
+                )
+            )
+        # The same streams alone, ids only: the ranks each stream gave, reported with each hit.
+        for _, flt, _limit in sides:
+            requests.extend(Search(stream=s, filter=flt, limit=stage1, with_payload=False) for s in streams)
+        answers = self.engine.query(self.collection, requests)
+        n = len(sides)
+        for side_index, (name, _, _) in enumerate(sides):
+            per_stream = answers[n + side_index * len(streams) : n + (side_index + 1) * len(streams)]
+            ranks = [
+                (s.using, {hit.id: (rank, hit.score) for rank, hit in enumerate(hits, start=1)})
+                for s, hits in zip(streams, per_stream, strict=True)
+            ]
+            for hit in answers[side_index]:
+                item = payload_to_item(hit.id, hit.payload, hit.score)
+                item["streams"] = {
+                    using: {"rank": table[hit.id][0], "score": table[hit.id][1]}
+                    for using, table in ranks
+                    if hit.id in table
+                }
+                result[name].append(item)
+        return result
+
+    def _streams(self, query: str, weights: Mapping[str, float], stage1: int) -> list[Stream]:
+        streams: list[Stream] = []
+        if weights["short"] > 0 or weights["long"] > 0:
+            dense = self.embedder.embed_query(query).tolist()
+            streams.extend(Stream(name, dense, stage1) for name in ("short", "long") if weights[name] > 0)
+        if weights["bm25"] > 0:
+            sparse = self.bm25.query(query)
+            if sparse.indices:
+                streams.append(Stream("bm25", sparse, stage1))
+        return streams
+
+    def count(self, *, user_id: str, agent_id: str, conversation_id: str | None = None) -> int:
+        """Number of episodes of this user and agent (in one conversation if given)."""
+        flt = tenant_filter(user_id, agent_id)
+        if conversation_id is not None:
+            flt = flt.and_(Match("conversation_id", _require_id("conversation_id", conversation_id)))
+        return self.engine.count(self.collection, flt)
+
+    def get(self, point_id: str, *, user_id: str, agent_id: str) -> dict[str, Any]:
+        """One episode by id; `NotFoundError` if this user and agent have no such episode."""
+        flt = tenant_filter(user_id, agent_id)
+        hit = self._find(point_id, flt)
+        if hit is None:
+            raise NotFoundError(f"no episode {point_id!r} for user {user_id!r} and agent {agent_id!r}")
+        return payload_to_item(hit.id, hit.payload)
+
+    def _find(self, point_id: object, flt: Filter) -> Hit | None:
+        from episodex._plan import HasId
+
+        if not isinstance(point_id, str):
+            raise ValidationError(f"point_id must be a UUID string, got {point_id!r}")
+        try:
+            canonical = str(uuid.UUID(point_id))
+        except ValueError:
+            raise ValidationError(f"point_id must be a UUID string, got {point_id!r}") from None
+        hits, _ = self.engine.scroll(self.collection, flt.and_(HasId((canonical,))), limit=1)
+        return hits[0] if hits else None
+
+    def read_recent(
+        self, n: int = 10, *, user_id: str, agent_id: str, conversation_id: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The `n` episodes that ended last, newest first."""
+        flt = tenant_filter(user_id, agent_id)
+        n = _require_count("n", n)
+        if conversation_id is not None:
+            flt = flt.and_(Match("conversation_id", _require_id("conversation_id", conversation_id)))
+        if n == 0:
+            return []
+        hits, _ = self.engine.scroll(self.collection, flt, limit=n, order_by="timestamp_end")
+        return [payload_to_item(h.id, h.payload) for h in hits]
+
+    def iter_episodes(
+        self, *, user_id: str, agent_id: str, conversation_id: str | None = None, page: int = 512
+    ) -> Iterator[Hit]:
+        """Every episode of this user and agent, in pages, in storage order."""
+        flt = tenant_filter(user_id, agent_id)
+        if conversation_id is not None:
+            flt = flt.and_(Match("conversation_id", _require_id("conversation_id", conversation_id)))
+        offset: str | None = None
+        while True:
+            hits, offset = self.engine.scroll(self.collection, flt, limit=page, offset=offset)
+            yield from hits
+            if offset is None:
+                return
+
+    # -- forgetting ----------------------------------------------------------------------
+
+    def forget(
+        self,
+        *,
+        user_id: str,
+        agent_id: str,
+        point_id: str | None = None,
+        conversation_id: str | None = None,
+        everything: bool = False,
+    ) -> int:
+        """Delete one episode, one conversation, or everything of this user and agent.
+
+        Exactly one of `point_id`, `conversation_id` or `everything=True`. Returns how many
+        episodes were deleted (0 when there was nothing to delete).
+        """
+        flt = tenant_filter(user_id, agent_id)
+        chosen = sum((point_id is not None, conversation_id is not None, everything is True))
+        if chosen != 1:
+            raise ValidationError(
+                "forget needs exactly one of point_id=..., conversation_id=... or everything=True"
+            )
+        if point_id is not None:
+            from episodex._plan import HasId
+
+            hit = self._find(point_id, flt)
+            if hit is None:
+                return 0
+            flt = flt.and_(HasId((hit.id,)))
+        elif conversation_id is not None:
+            flt = flt.and_(Match("conversation_id", _require_id("conversation_id", conversation_id)))
+        with self._write_lock:
+            n = self.engine.count(self.collection, flt)
+            if n:
+                self.engine.delete(self.collection, flt)
+        return n
+
+    # -- export and import ---------------------------------------------------------------
+
+    def export(
+        self,
+        destination: str | Path | IO[str],
+        *,
+        user_id: str,
+        agent_id: str,
+        conversation_id: str | None = None,
+    ) -> int:
+        """Write this user's and agent's episodes as JSONL (one `memorize` record a line)."""
+        hits = self.iter_episodes(user_id=user_id, agent_id=agent_id, conversation_id=conversation_id)
+        if isinstance(destination, str | Path):
+            path = Path(destination)
+            tmp = path.with_name(f".{path.name}.tmp")
+            with tmp.open("w", encoding="utf-8") as fh:
+                n = _write_jsonl(fh, hits)
+            tmp.replace(path)
+            return n
+        return _write_jsonl(destination, hits)
+
+    def import_(
+        self,
+        source: str | Path | IO[str],
+        *,
+        errors: Literal["strict", "skip"] = "strict",
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        on_progress: Any = None,
+    ) -> ImportReport:
+        """Import a JSONL export.
+
+        Args:
+            source: A path or an open text file.
+            errors: `strict` imports nothing if any line is bad and raises `ImportFileError`
+                listing every bad line; `skip` imports the valid lines and reports the others.
+            user_id: If given, every record must belong to this user.
+            agent_id: If given, every record must belong to this agent.
+            on_progress: Called with the number of episodes written after each batch.
+        """
+        if errors not in ("strict", "skip"):
+            raise ValidationError(f"errors must be 'strict' or 'skip', got {errors!r}")
+        if isinstance(source, str | Path):
+            with Path(source).open(encoding="utf-8") as fh:
+                lines = fh.read().splitlines()
+        else:
+            lines = source.read().splitlines()
+        report = ImportReport()
+        valid: list[ConversationEpisode] = []
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                report.skipped.append((number, f"not JSON: {exc.msg} at column {exc.colno}"))
+                continue
+            try:
+                episode = ConversationEpisode.parse(record)
+            except ValidationError as exc:
+                report.skipped.append((number, str(exc)))
+                continue
+            if user_id is not None and episode.user_id != user_id:
+                report.skipped.append((number, f"belongs to user {episode.user_id!r}, not {user_id!r}"))
+                continue
+            if agent_id is not None and episode.agent_id != agent_id:
+                report.skipped.append((number, f"belongs to agent {episode.agent_id!r}, not {agent_id!r}"))
+                continue
+            valid.append(episode)
+        if report.skipped and errors == "strict":
+            shown = "; ".join(f"line {n}: {why}" for n, why in report.skipped[:5])
+            more = f" (and {len(report.skipped) - 5} more)" if len(report.skipped) > 5 else ""
+            raise ImportFileError(
+                f"{len(report.skipped)} bad line(s), nothing imported: {shown}{more}; fix them or "
+                "pass errors='skip' to import the valid lines",
+                report.skipped,
+            )
+        for start in range(0, len(valid), 256):
+            report.imported.extend(self.memorize_many(valid[start : start + 256]))
+            if on_progress is not None:
+                on_progress(len(report.imported))
+        return report
+
+    # -- statistics ----------------------------------------------------------------------
+
+    def stats(self, *, user_id: str, agent_id: str, top: int = 5) -> dict[str, Any]:
+        """What this user and agent have: episodes, conversations, dates, flows, tools, mood."""
+        top = _require_count("top", top, minimum=1)
+        rows: list[Mapping[str, Any]] = []
+        fields = (
+            "conversation_id", "flows_activated", "tools_invoked",
+            "timestamp_begin", "timestamp_end", "average_user_sentiment",
+        )
+        flt = tenant_filter(user_id, agent_id)
+        offset: str | None = None
+        while True:
+            hits, offset = self.engine.scroll(self.collection, flt, limit=1024, with_payload=fields, offset=offset)
+            rows.extend(h.payload for h in hits)
+            if offset is None:
+                break
+        flows = Counter(f for r in rows for f in r.get("flows_activated") or [])
+        tools = Counter(t for r in rows for t in r.get("tools_invoked") or [])
+        rows.sort(key=lambda r: r["timestamp_end"])
+        sentiments = [float(r["average_user_sentiment"]) for r in rows if r.get("average_user_sentiment") is not None]
+        slope = _slope(sentiments)
+        return {
+            "user_id": user_id,
+            "agent_id": agent_id,
+            "episodes": len(rows),
+            "conversations": len({r["conversation_id"] for r in rows}),
+            "first_episode_at": datetime.fromtimestamp(rows[0]["timestamp_begin"], UTC) if rows else None,
+            "last_episode_at": datetime.fromtimestamp(rows[-1]["timestamp_end"], UTC) if rows else None,
+            "top_flows": flows.most_common(top),
+            "top_tools": tools.most_common(top),
+            "sentiment_mean": sum(sentiments) / len(sentiments) if sentiments else None,
+            "sentiment_trend": slope,
+            "sentiment_direction": _direction(slope),
+        }
+
+
+def _slope(values: Sequence[float]) -> float | None:
+    """Least-squares slope of the values against their order (sentiment per episode)."""
+    n = len(values)
+    if n < 2:
+        return None
+    mean_x = (n - 1) / 2
+    mean_y = sum(values) / n
+    num = sum((i - mean_x) * (y - mean_y) for i, y in enumerate(values))
+    den = sum((i - mean_x) ** 2 for i in range(n))
+    return num / den
+
+
+def _direction(slope: float | None) -> str | None:
+    if slope is None:
+        return None
+    if slope > 0.02:
+        return "improving"
+    if slope < -0.02:
+        return "declining"
+    return "stable"
+
+
+def episode_record(hit: Hit) -> dict[str, Any]:
+    """A stored episode as the JSON record `memorize` (and import) accepts."""
+    p = hit.payload
+    return {
+        "point_id": hit.id,
+        "user_id": p["user_id"],
+        "agent_id": p["agent_id"],
+        "conversation_id": p["conversation_id"],
+        "short_summary": p["short_summary_text"],
+        "long_summary": p["long_summary_text"],
+        "start_index": p["start_index"],
+        "end_index": p["end_index"],
+        "overlap": p["overlap"],
+        "flows_activated": p["flows_activated"],
+        "tools_invoked": p["tools_invoked"],
+        "timestamp_begin": datetime.fromtimestamp(p["timestamp_begin"], UTC).isoformat(),
+        "timestamp_end": datetime.fromtimestamp(p["timestamp_end"], UTC).isoformat(),
+        "average_user_sentiment": p["average_user_sentiment"],
+        "user_sentiment_variance": p["user_sentiment_variance"],
+        "metadata": p["metadata"],
+    }
+
+
+def _write_jsonl(fh: IO[str], hits: Iterable[Hit]) -> int:
+    n = 0
+    for hit in hits:
+        fh.write(json.dumps(episode_record(hit), ensure_ascii=False) + "\n")
+        n += 1
+    return n

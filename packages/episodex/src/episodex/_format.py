@@ -1,0 +1,126 @@
+"""Recalled conversation episodes as a prompt block, escaped and within a token budget."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+from xml.sax.saxutils import escape, quoteattr
+
+from episodex._errors import ValidationError
+from episodex._tokens import DEFAULT_ENCODING, TokenCounter, token_counter
+
+__all__ = ["format_recall"]
+
+_SECTIONS = (
+    ("same_conversation", "Earlier in this conversation"),
+    ("previous_conversations", "From previous conversations"),
+)
+
+
+def _when(value: Any) -> str:
+    if isinstance(value, datetime):
+        return value.strftime("%Y-%m-%d %H:%M")
+    return str(value) if value is not None else ""
+
+
+def _episode_xml(item: Mapping[str, Any], long_text: str | None = None) -> str:
+    attrs = " ".join(
+        f"{name}={quoteattr(str(value))}"
+        for name, value in (
+            ("id", item.get("point_id", "")),
+            ("conversation", item.get("conversation_id", "")),
+            ("when", _when(item.get("timestamp_end"))),
+            ("score", f"{float(item.get('score', 0.0)):.4f}"),
+        )
+    )
+    long = item.get("long_summary_text", "") if long_text is None else long_text
+    parts = [f"<episode {attrs}>", f"<summary>{escape(str(item.get('short_summary_text', '')))}</summary>"]
+    if long:
+        parts.append(f"<details>{escape(str(long))}</details>")
+    tools = item.get("tools_invoked") or []
+    if tools:
+        parts.append(f"<tools>{escape(', '.join(map(str, tools)))}</tools>")
+    parts.append("</episode>")
+    return "\n".join(parts)
+
+
+def _render(sections: Sequence[tuple[str, str, list[str]]]) -> str:
+    lines = ["<recalled_episodes>"]
+    for tag, title, episodes in sections:
+        if episodes:
+            lines.append(f"<{tag} title={quoteattr(title)}>")
+            lines.extend(episodes)
+            lines.append(f"</{tag}>")
+    lines.append("</recalled_episodes>")
+    return "\n".join(lines)
+
+
+def format_recall(
+    result: Mapping[str, Sequence[Mapping[str, Any]]],
+    *,
+    max_tokens: int | None = None,
+    encoding: str | TokenCounter = DEFAULT_ENCODING,
+) -> str:
+    """Render a `recall` result as a `<recalled_episodes>` block for a prompt.
+
+    Stored text is XML-escaped, so a summary can never close or forge the block. With
+    `max_tokens`, the lowest-scored episodes are dropped whole until the block fits, then the
+    last one's details are shortened; an element is never cut in half. Returns `""` when there
+    is nothing to say (no empty block).
+
+    Args:
+        result: What `EpisodicMemory.recall` returned.
+        max_tokens: The budget for the whole block, counted with `encoding`.
+        encoding: A tiktoken encoding name or a token-counting callable.
+    """
+    if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 0):
+        raise ValidationError(f"max_tokens must be an integer >= 0, got {max_tokens!r}")
+    ranked: list[tuple[float, int, int, Mapping[str, Any]]] = []
+    for s, (key, _) in enumerate(_SECTIONS):
+        for i, item in enumerate(result.get(key, [])):
+            ranked.append((float(item.get("score", 0.0)), s, i, item))
+    if not ranked:
+        return ""
+    # Keep the best first; ties keep section order.
+    ranked.sort(key=lambda r: (-r[0], r[1], r[2]))
+
+    def build(kept: list[tuple[float, int, int, Mapping[str, Any]]], last_long: str | None = None) -> str:
+        chosen = sorted(kept, key=lambda r: (r[1], r[2]))
+        sections: list[tuple[str, str, list[str]]] = []
+        for s, (key, title) in enumerate(_SECTIONS):
+            xml = [
+                _episode_xml(r[3], last_long if (last_long is not None and r is kept[-1]) else None)
+                for r in chosen
+                if r[1] == s
+            ]
+            sections.append((key, title, xml))
+        return _render(sections)
+
+    block = build(ranked)
+    if max_tokens is None:
+        return block
+    count = token_counter(encoding)
+    if count(block) <= max_tokens:
+        return block
+    kept = list(ranked)
+    while len(kept) > 1:
+        kept.pop()
+        block = build(kept)
+        if count(block) <= max_tokens:
+            return block
+    # One episode left and still too long: shorten its details by words, then drop them.
+    item = kept[0][3]
+    words = str(item.get("long_summary_text", "")).split()
+    lo, hi, best = 0, len(words), None
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        candidate = build(kept, " ".join(words[:mid]) + (" ..." if mid < len(words) else ""))
+        if count(candidate) <= max_tokens:
+            best, lo = candidate, mid + 1
+        else:
+            hi = mid - 1
+    if best is not None and lo > 1:
+        return best
+    minimal = build(kept, "")
+    return minimal if count(minimal) <= max_tokens else ""

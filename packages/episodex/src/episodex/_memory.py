@@ -1,0 +1,380 @@
+"""`EpisodicMemory`: conversation-episode memory, async, and its synchronous twin."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import threading
+from collections.abc import Coroutine, Iterable, Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Any, Literal, TypeVar
+
+from episodex._conversation import ConversationEpisode
+from episodex._embedders import Embedder, FastEmbedEmbedder, default_embedder
+from episodex._engine import Engine, open_engine
+from episodex._episodic import EpisodeStore, ImportReport, RecallResult
+from episodex._errors import ConfigurationError
+from episodex._format import format_recall
+from episodex._sparse import Bm25Encoder
+from episodex._tokens import DEFAULT_ENCODING, TokenCounter
+
+__all__ = ["EpisodicMemory", "SyncEpisodicMemory", "resolve_embedder"]
+
+T = TypeVar("T")
+
+
+def resolve_embedder(embedder: Embedder | str | None) -> Embedder:
+    """The bundled model for None, a fastembed model for a name, or the embedder given."""
+    if embedder is None:
+        return default_embedder()
+    if isinstance(embedder, str):
+        return FastEmbedEmbedder(embedder)
+    if not isinstance(embedder, Embedder):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ConfigurationError(
+            f"embedder must provide model_id, dimension, embed_documents and embed_query; got "
+            f"{type(embedder).__name__}"
+        )
+    dim = embedder.dimension
+    if isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0:  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ConfigurationError(f"embedder.dimension must be a positive integer, got {dim!r}")
+    if not isinstance(embedder.model_id, str) or not embedder.model_id:  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ConfigurationError("embedder.model_id must be a non-empty string")
+    return embedder
+
+
+class EpisodicMemory:
+    """Episodic memory of conversations: hybrid recall over short, long and BM25 streams.
+
+    Each episode is stored with three vectors (`short` and `long` dense, `bm25` sparse). Recall
+    runs the three searches, fuses them with weighted Reciprocal Rank Fusion in the engine and
+    returns matches from the current conversation and from previous ones separately. Every
+    operation is confined to one `user_id` and one `agent_id`.
+
+    Setup:
+        `pip install episodex` brings the embedded engine and the embedding model; nothing is
+        downloaded.
+
+    Instantiate:
+        ```python
+        from episodex import EpisodicMemory
+
+        mem = EpisodicMemory(path="./memory")           # embedded Qdrant Edge (default)
+        mem = EpisodicMemory(url="http://qdrant:6333")  # a Qdrant server or cluster
+        mem = EpisodicMemory(location=":memory:")       # qdrant-client local mode
+        ```
+
+    Use (async):
+        ```python
+        pid = await mem.memorize(short_summary="Refund for order 1234",
+                                 long_summary="User asked for a refund; agent issued it.",
+                                 user_id="u1", agent_id="support", conversation_id="c1")
+        res = await mem.recall(user_id="u1", agent_id="support", conversation_id="c2",
+                               query="did I get my refund?")
+        res["previous_conversations"][0]["short_summary_text"]
+        ```
+
+    Outside an event loop, use `SyncEpisodicMemory`, which has the same methods.
+
+    Args:
+        path: Folder of the embedded Qdrant Edge store (created if missing).
+        url: URL of a Qdrant server or cluster.
+        location: `:memory:` for qdrant-client's local mode.
+        api_key: Qdrant API key (server).
+        prefer_grpc: Talk gRPC to the server.
+        collection_prefix: Prefix of the server's collection names.
+        timeout: Server request timeout in seconds.
+        embedder: None for the bundled all-MiniLM-L6-v2 (offline), a fastembed model name, or
+            any `Embedder`.
+        engine: An engine you opened yourself, instead of path/url/location.
+        bm25: The sparse encoder (BM25 parameters).
+    """
+
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        url: str | None = None,
+        location: str | None = None,
+        api_key: str | None = None,
+        prefer_grpc: bool = False,
+        collection_prefix: str = "episodex_",
+        timeout: float | None = None,
+        embedder: Embedder | str | None = None,
+        engine: Engine | None = None,
+        bm25: Bm25Encoder | None = None,
+    ) -> None:
+        self.embedder: Embedder = resolve_embedder(embedder)
+        if engine is None:
+            engine = open_engine(
+                path=str(path) if path is not None else None,
+                url=url,
+                location=location,
+                api_key=api_key,
+                prefer_grpc=prefer_grpc,
+                collection_prefix=collection_prefix,
+                timeout=timeout,
+            )
+            self._owns_engine = True
+        else:
+            if path is not None or url or location:
+                raise ConfigurationError("give engine= or one of path/url/location, not both")
+            self._owns_engine = False
+        self.engine: Engine = engine
+        try:
+            self.store = EpisodeStore(engine, self.embedder, bm25=bm25)
+        except BaseException:
+            if self._owns_engine:
+                engine.close()
+            raise
+
+    # Each method below is the store's, run in a worker thread; the store documents them.
+
+    async def memorize(
+        self,
+        *,
+        short_summary: str,
+        long_summary: str,
+        user_id: str,
+        agent_id: str,
+        conversation_id: str,
+        start_index: int = 0,
+        end_index: int | None = None,
+        overlap: int = 0,
+        flows_activated: Sequence[str] = (),
+        tools_invoked: Sequence[str] = (),
+        timestamp_begin: datetime | None = None,
+        timestamp_end: datetime | None = None,
+        average_user_sentiment: float | None = None,
+        user_sentiment_variance: float | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        point_id: str | None = None,
+    ) -> str:
+        """Store one episode (both summaries embedded in one batch); returns its point id."""
+        episode = ConversationEpisode.parse(
+            {
+                "short_summary": short_summary,
+                "long_summary": long_summary,
+                "user_id": user_id,
+                "agent_id": agent_id,
+                "conversation_id": conversation_id,
+                "start_index": start_index,
+                "end_index": end_index,
+                "overlap": overlap,
+                "flows_activated": list(flows_activated) if isinstance(flows_activated, tuple) else flows_activated,
+                "tools_invoked": list(tools_invoked) if isinstance(tools_invoked, tuple) else tools_invoked,
+                "timestamp_begin": timestamp_begin,
+                "timestamp_end": timestamp_end,
+                "average_user_sentiment": average_user_sentiment,
+                "user_sentiment_variance": user_sentiment_variance,
+                "metadata": {} if metadata is None else metadata,
+                "point_id": point_id,
+            }
+        )
+        ids = await asyncio.to_thread(self.store.memorize_many, [episode])
+        return ids[0]
+
+    async def memorize_many(
+        self, episodes: Iterable[ConversationEpisode | Mapping[str, Any]], *, batch_size: int = 256
+    ) -> list[str]:
+        """Store many episodes with one embedding pass per batch; returns their point ids."""
+        return await asyncio.to_thread(self.store.memorize_many, list(episodes), batch_size=batch_size)
+
+    async def recall(
+        self,
+        *,
+        user_id: str,
+        agent_id: str,
+        query: str,
+        conversation_id: str | None = None,
+        previous_conversation_limit: int = 10,
+        same_conversation_limit: int = 5,
+        short_weight: float = 0.2,
+        long_weight: float = 0.3,
+        bm25_weight: float = 0.5,
+        stage1_limit: int = 100,
+        rrf_k: int = 10,
+    ) -> RecallResult:
+        """Recall episodes for a query.
+
+        Returns `{"same_conversation": [...], "previous_conversations": [...]}`, each best
+        first. Each item has `point_id`, `score`, `short_summary_text`, `long_summary_text`,
+        every stored field, and `streams`: for each stream that found it, its rank and score.
+        """
+        kwargs = dict(locals())
+        del kwargs["self"]
+        return await asyncio.to_thread(functools.partial(self.store.recall, **kwargs))
+
+    async def recall_block(
+        self,
+        *,
+        user_id: str,
+        agent_id: str,
+        query: str,
+        conversation_id: str | None = None,
+        max_tokens: int | None = None,
+        encoding: str | TokenCounter = DEFAULT_ENCODING,
+        **recall_options: Any,
+    ) -> str:
+        """Recall and render the `<recalled_episodes>` prompt block (`""` when nothing matched)."""
+        result = await self.recall(
+            user_id=user_id, agent_id=agent_id, query=query, conversation_id=conversation_id,
+            **recall_options,
+        )
+        return format_recall(result, max_tokens=max_tokens, encoding=encoding)
+
+    async def count(self, *, user_id: str, agent_id: str, conversation_id: str | None = None) -> int:
+        """Number of episodes of this user and agent (in one conversation if given)."""
+        return await asyncio.to_thread(
+            functools.partial(self.store.count, user_id=user_id, agent_id=agent_id, conversation_id=conversation_id)
+        )
+
+    async def get(self, point_id: str, *, user_id: str, agent_id: str) -> dict[str, Any]:
+        """One episode by id; raises `NotFoundError` if this user and agent have none such."""
+        return await asyncio.to_thread(
+            functools.partial(self.store.get, point_id, user_id=user_id, agent_id=agent_id)
+        )
+
+    async def read_recent(
+        self, n: int = 10, *, user_id: str, agent_id: str, conversation_id: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The `n` episodes that ended last (by `timestamp_end`), newest first."""
+        return await asyncio.to_thread(
+            functools.partial(
+                self.store.read_recent, n, user_id=user_id, agent_id=agent_id, conversation_id=conversation_id
+            )
+        )
+
+    async def forget(
+        self,
+        *,
+        user_id: str,
+        agent_id: str,
+        point_id: str | None = None,
+        conversation_id: str | None = None,
+        everything: bool = False,
+    ) -> int:
+        """Delete one episode, one conversation, or all of this user's episodes with this agent.
+
+        Returns the number deleted.
+        """
+        return await asyncio.to_thread(
+            functools.partial(
+                self.store.forget, user_id=user_id, agent_id=agent_id, point_id=point_id,
+                conversation_id=conversation_id, everything=everything,
+            )
+        )
+
+    async def export(
+        self,
+        destination: str | Path | IO[str],
+        *,
+        user_id: str,
+        agent_id: str,
+        conversation_id: str | None = None,
+    ) -> int:
+        """Write this user's and agent's episodes to a JSONL file; returns how many."""
+        return await asyncio.to_thread(
+            functools.partial(
+                self.store.export, destination, user_id=user_id, agent_id=agent_id,
+                conversation_id=conversation_id,
+            )
+        )
+
+    async def import_(
+        self,
+        source: str | Path | IO[str],
+        *,
+        errors: Literal["strict", "skip"] = "strict",
+        user_id: str | None = None,
+        agent_id: str | None = None,
+    ) -> ImportReport:
+        """Import a JSONL export (see `EpisodeStore.import_` for `errors`)."""
+        return await asyncio.to_thread(
+            functools.partial(self.store.import_, source, errors=errors, user_id=user_id, agent_id=agent_id)
+        )
+
+    async def stats(self, *, user_id: str, agent_id: str, top: int = 5) -> dict[str, Any]:
+        """Episodes, conversations, date range, top flows and tools, sentiment mean and trend."""
+        return await asyncio.to_thread(
+            functools.partial(self.store.stats, user_id=user_id, agent_id=agent_id, top=top)
+        )
+
+    async def optimize(self) -> None:
+        """Build the engine's indexes now (embedded store; a server does it by itself)."""
+        await asyncio.to_thread(self.engine.optimize)
+
+    async def aclose(self) -> None:
+        """Close the store (flushes the embedded engine)."""
+        self.close()
+
+    def close(self) -> None:
+        """Close the store if this memory opened it; idempotent."""
+        if self._owns_engine:
+            self.engine.close()
+
+    async def __aenter__(self) -> EpisodicMemory:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _LoopThread:
+    """A private event loop in a daemon thread: sync callers submit coroutines to it."""
+
+    def __init__(self) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="episodex-sync", daemon=True)
+        self._thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+
+    def stop(self) -> None:
+        if self._loop.is_running():
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=5)
+
+
+class SyncEpisodicMemory:
+    """The synchronous twin of `EpisodicMemory`: same constructor, same methods, no `await`.
+
+    Safe to call from several threads at once. Each call runs the async method on a private
+    event loop, so this also works where a loop is already running (a notebook, a web server).
+
+    ```python
+    from episodex import SyncEpisodicMemory
+
+    mem = SyncEpisodicMemory(path="./memory")
+    mem.memorize(short_summary="...", long_summary="...", user_id="u1", agent_id="a",
+                 conversation_id="c1")
+    mem.recall(user_id="u1", agent_id="a", query="...")
+    ```
+    """
+
+    def __init__(self, path: str | Path | None = None, /, *, memory: EpisodicMemory | None = None, **kwargs: Any) -> None:
+        self.memory = memory if memory is not None else EpisodicMemory(path, **kwargs)
+        self._loop = _LoopThread()
+
+    def __getattr__(self, name: str) -> Any:
+        target = getattr(self.memory, name)
+        if not asyncio.iscoroutinefunction(target):
+            return target
+
+        @functools.wraps(target)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return self._loop.run(target(*args, **kwargs))
+
+        return call
+
+    def close(self) -> None:
+        """Close the memory and stop the private loop."""
+        self.memory.close()
+        self._loop.stop()
+
+    def __enter__(self) -> SyncEpisodicMemory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

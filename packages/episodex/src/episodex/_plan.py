@@ -1,0 +1,173 @@
+"""Backend-neutral query plans: filters, searches, fused searches, points and collection specs.
+
+A plan is built once by the memory classes and rendered by each engine (`_edge.py` for Qdrant
+Edge, `_qdrant.py` for qdrant-client), so the embedded engine and a Qdrant server answer the
+very same request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "CollectionSpec",
+    "Condition",
+    "Filter",
+    "Fused",
+    "HasId",
+    "Hit",
+    "Match",
+    "MatchAny",
+    "MatchExcept",
+    "Point",
+    "Range",
+    "Search",
+    "SparseVec",
+    "Stream",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    """Payload `key` equals `value`."""
+
+    key: str
+    value: str | int | bool
+
+
+@dataclass(frozen=True, slots=True)
+class MatchAny:
+    """Payload `key` equals one of `values` (or, for a list field, contains one of them)."""
+
+    key: str
+    values: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class MatchExcept:
+    """Payload `key` equals none of `values`."""
+
+    key: str
+    values: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Range:
+    """Numeric payload `key` within the given bounds."""
+
+    key: str
+    gt: float | None = None
+    gte: float | None = None
+    lt: float | None = None
+    lte: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HasId:
+    """The point id is one of `ids`."""
+
+    ids: tuple[str, ...]
+
+
+Condition = Match | MatchAny | MatchExcept | Range | HasId
+
+
+@dataclass(frozen=True, slots=True)
+class Filter:
+    """All of `must`, none of `must_not`."""
+
+    must: tuple[Condition, ...] = ()
+    must_not: tuple[Condition, ...] = ()
+
+    def and_(self, *conditions: Condition) -> Filter:
+        """Return this filter with more `must` conditions."""
+        return Filter(self.must + tuple(conditions), self.must_not)
+
+    def and_not(self, *conditions: Condition) -> Filter:
+        """Return this filter with more `must_not` conditions."""
+        return Filter(self.must, self.must_not + tuple(conditions))
+
+
+@dataclass(frozen=True, slots=True)
+class SparseVec:
+    """A sparse vector: parallel lists of dimension indices and weights."""
+
+    indices: list[int]
+    values: list[float]
+
+
+@dataclass(frozen=True, slots=True)
+class Stream:
+    """One retrieval stream: a query vector against one named vector of the collection."""
+
+    using: str
+    vector: list[float] | SparseVec
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class Search:
+    """A single-stream nearest-neighbour search."""
+
+    stream: Stream
+    filter: Filter
+    limit: int
+    with_payload: bool | tuple[str, ...] = True
+    score_threshold: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Fused:
+    """Several streams as prefetches, fused in the engine by weighted Reciprocal Rank Fusion."""
+
+    streams: tuple[Stream, ...]
+    weights: tuple[float, ...]
+    k: int
+    filter: Filter
+    limit: int
+    with_payload: bool | tuple[str, ...] = True
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """A point returned by a search, scroll or retrieve."""
+
+    id: str
+    score: float
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    """A point to write: id, named dense and sparse vectors, payload."""
+
+    id: str
+    dense: Mapping[str, list[float]]
+    sparse: Mapping[str, SparseVec]
+    payload: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class CollectionSpec:
+    """The shape of a collection and the payload indexes it keeps.
+
+    Attributes:
+        name: Collection name (a server collection name gets the memory's prefix).
+        dense: Named dense vectors and their dimension; all compared by cosine.
+        sparse: Named sparse vectors, all with the IDF modifier (BM25).
+        tenant_key: The payload key that partitions tenants (`is_tenant=true` on a server).
+        keywords: Other keyword-indexed payload keys.
+        floats: Float-indexed payload keys (ranges and ordering).
+        integers: Integer-indexed payload keys.
+    """
+
+    name: str
+    dense: Mapping[str, int]
+    sparse: Sequence[str] = ()
+    tenant_key: str | None = None
+    keywords: Sequence[str] = ()
+    floats: Sequence[str] = ()
+    integers: Sequence[str] = ()
+    metadata: Mapping[str, Any] = field(default_factory=dict[str, Any])

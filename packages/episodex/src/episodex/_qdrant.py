@@ -1,0 +1,318 @@
+"""qdrant-client backend: a Qdrant server or cluster, or qdrant-client's `:memory:` local mode."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any, TypeVar
+
+from episodex._errors import EngineError, EngineUnavailableError
+from episodex._plan import (
+    CollectionSpec,
+    Condition,
+    Filter,
+    Fused,
+    HasId,
+    Hit,
+    Match,
+    MatchAny,
+    MatchExcept,
+    Point,
+    Range,
+    Search,
+    SparseVec,
+)
+
+try:
+    from qdrant_client import QdrantClient, models
+    from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
+except ImportError as exc:  # pragma: no cover - the extra is installed in the workspace
+    raise ImportError(
+        'url= and location= need qdrant-client: pip install "episodex[server]"'
+    ) from exc
+
+__all__ = ["QdrantClientEngine"]
+
+T = TypeVar("T")
+
+
+def _condition(cond: Condition) -> Any:
+    if isinstance(cond, Match):
+        return models.FieldCondition(key=cond.key, match=models.MatchValue(value=cond.value))
+    if isinstance(cond, MatchAny):
+        return models.FieldCondition(key=cond.key, match=models.MatchAny(any=list(cond.values)))
+    if isinstance(cond, MatchExcept):
+        return models.FieldCondition(
+            key=cond.key, match=models.MatchExcept(**{"except": list(cond.values)})
+        )
+    if isinstance(cond, Range):
+        return models.FieldCondition(
+            key=cond.key, range=models.Range(gt=cond.gt, gte=cond.gte, lt=cond.lt, lte=cond.lte)
+        )
+    assert isinstance(cond, HasId)
+    return models.HasIdCondition(has_id=list(cond.ids))
+
+
+def render_filter(flt: Filter) -> models.Filter:
+    """Render a plan filter as a qdrant-client filter."""
+    return models.Filter(
+        must=[_condition(c) for c in flt.must] or None,
+        must_not=[_condition(c) for c in flt.must_not] or None,
+    )
+
+
+def _vector(vec: list[float] | SparseVec) -> Any:
+    if isinstance(vec, SparseVec):
+        return models.SparseVector(indices=vec.indices, values=vec.values)
+    return vec
+
+
+def _with_payload(with_payload: bool | Sequence[str]) -> Any:
+    return with_payload if isinstance(with_payload, bool) else list(with_payload)
+
+
+def render_request(req: Search | Fused) -> models.QueryRequest:
+    """Render a plan search as a qdrant-client query request."""
+    flt = render_filter(req.filter)
+    if isinstance(req, Search):
+        return models.QueryRequest(
+            query=_vector(req.stream.vector),
+            using=req.stream.using,
+            filter=flt,
+            limit=req.limit,
+            with_payload=_with_payload(req.with_payload),
+            score_threshold=req.score_threshold,
+        )
+    return models.QueryRequest(
+        prefetch=[
+            models.Prefetch(query=_vector(s.vector), using=s.using, limit=s.limit, filter=flt)
+            for s in req.streams
+        ],
+        query=models.RrfQuery(rrf=models.Rrf(k=req.k, weights=list(req.weights))),
+        filter=flt,
+        limit=req.limit,
+        with_payload=_with_payload(req.with_payload),
+    )
+
+
+def _hit(point: Any) -> Hit:
+    return Hit(id=str(point.id), score=float(getattr(point, "score", 0.0) or 0.0), payload=dict(point.payload or {}))
+
+
+def _transient(exc: Exception) -> bool:
+    if isinstance(exc, ResponseHandlingException):
+        return True  # connection refused, timeouts: raised before any answer
+    if isinstance(exc, UnexpectedResponse):
+        return exc.status_code in (429, 502, 503, 504)
+    name = type(exc).__name__
+    return name in {"ConnectError", "ConnectTimeout", "ReadTimeout", "RemoteProtocolError"} or (
+        "UNAVAILABLE" in str(exc)
+    )
+
+
+class QdrantClientEngine:
+    """A Qdrant server or cluster through qdrant-client, or its `:memory:` local mode.
+
+    On a server, each collection partitions tenants by a keyword index with `is_tenant=true` and
+    builds per-tenant HNSW graphs (`m=0`, `payload_m=16`), following Qdrant's multitenancy
+    guidance; the other filtered keys get keyword or float indexes. Transient failures
+    (connection errors, 429/502/503/504) are retried with exponential backoff before
+    `EngineUnavailableError` is raised.
+
+    Args:
+        url: Server URL; None with `location` for local mode.
+        location: `:memory:` for local mode.
+        api_key: Server API key.
+        prefer_grpc: Use gRPC.
+        prefix: Prefix of collection names on the server.
+        timeout: Request timeout in seconds.
+        options: More `QdrantClient` keyword arguments.
+        retries: Extra attempts for transient failures.
+        backoff: First retry delay in seconds, doubled each time.
+    """
+
+    def __init__(
+        self,
+        *,
+        url: str | None,
+        location: str | None,
+        api_key: str | None = None,
+        prefer_grpc: bool = False,
+        prefix: str = "episodex_",
+        timeout: float | None = None,
+        options: dict[str, Any] | None = None,
+        retries: int = 3,
+        backoff: float = 0.2,
+    ) -> None:
+        kwargs: dict[str, Any] = dict(options or {})
+        if timeout is not None:
+            kwargs["timeout"] = int(timeout)
+        if url:
+            self._client = QdrantClient(url=url, api_key=api_key, prefer_grpc=prefer_grpc, **kwargs)
+            self._kind = "server"
+        else:
+            self._client = QdrantClient(location=location, **kwargs)
+            self._kind = "memory"
+        self._prefix = prefix
+        self._retries = retries
+        self._backoff = backoff
+        # Local mode keeps plain Python dicts: one caller at a time. The HTTP client is safe.
+        self._lock: AbstractContextManager[Any] = (
+            threading.RLock() if self._kind == "memory" else nullcontext()
+        )
+        self._closed = False
+
+    @property
+    def kind(self) -> str:
+        """`server` or `memory`."""
+        return self._kind
+
+    @property
+    def client(self) -> QdrantClient:
+        """The underlying qdrant-client, for administration."""
+        return self._client
+
+    def _name(self, collection: str) -> str:
+        return f"{self._prefix}{collection}"
+
+    def _call(self, what: str, fn: Callable[[], T]) -> T:
+        if self._closed:
+            raise EngineError("the store is closed")
+        delay = self._backoff
+        for attempt in range(self._retries + 1):
+            try:
+                with self._lock:
+                    return fn()
+            except Exception as exc:
+                if not _transient(exc):
+                    raise EngineError(f"{what} failed: {exc}") from exc
+                if attempt == self._retries:
+                    raise EngineUnavailableError(
+                        f"{what} failed: the Qdrant server is unreachable after "
+                        f"{self._retries + 1} attempts ({exc}); check url= and that it is running"
+                    ) from exc
+                time.sleep(delay)
+                delay *= 2
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def ensure_collection(self, spec: CollectionSpec) -> Mapping[str, Any]:
+        """Create the collection and its payload indexes if missing; return its metadata."""
+        name = self._name(spec.name)
+
+        def run() -> Mapping[str, Any]:
+            if self._client.collection_exists(name):
+                info = self._client.get_collection(name)
+                return dict(info.config.metadata or {})
+            server = self._kind == "server"
+            self._client.create_collection(
+                name,
+                vectors_config={
+                    v: models.VectorParams(size=dim, distance=models.Distance.COSINE)
+                    for v, dim in spec.dense.items()
+                },
+                sparse_vectors_config={
+                    s: models.SparseVectorParams(modifier=models.Modifier.IDF) for s in spec.sparse
+                },
+                hnsw_config=models.HnswConfigDiff(m=0, payload_m=16) if server and spec.tenant_key else None,
+                metadata=dict(spec.metadata),
+            )
+            # Local mode ignores payload indexes (and warns); a server needs them for speed.
+            if server:
+                if spec.tenant_key:
+                    self._client.create_payload_index(
+                        name,
+                        spec.tenant_key,
+                        models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, is_tenant=True),
+                    )
+                for key in spec.keywords:
+                    self._client.create_payload_index(name, key, models.PayloadSchemaType.KEYWORD)
+                for key in spec.floats:
+                    self._client.create_payload_index(name, key, models.PayloadSchemaType.FLOAT)
+                for key in spec.integers:
+                    self._client.create_payload_index(name, key, models.PayloadSchemaType.INTEGER)
+            return dict(spec.metadata)
+
+        return self._call("create collection", run)
+
+    def upsert(self, collection: str, points: Sequence[Point]) -> None:
+        """Insert or replace points in one request, waiting for it to be applied."""
+        if not points:
+            return
+        structs = [
+            models.PointStruct(
+                id=p.id,
+                vector={**p.dense, **{k: _vector(v) for k, v in p.sparse.items()}},
+                payload=dict(p.payload),
+            )
+            for p in points
+        ]
+        self._call("upsert", lambda: self._client.upsert(self._name(collection), structs, wait=True))
+
+    def delete(self, collection: str, flt: Filter) -> None:
+        """Delete the points matching `flt`."""
+        selector = models.FilterSelector(filter=render_filter(flt))
+        self._call(
+            "delete", lambda: self._client.delete(self._name(collection), selector, wait=True)
+        )
+
+    def query(self, collection: str, requests: Sequence[Search | Fused]) -> list[list[Hit]]:
+        """Run the requests as one batch."""
+        rendered = [render_request(r) for r in requests]
+        answers = self._call(
+            "query", lambda: self._client.query_batch_points(self._name(collection), rendered)
+        )
+        return [[_hit(p) for p in a.points] for a in answers]
+
+    def scroll(
+        self,
+        collection: str,
+        flt: Filter,
+        *,
+        limit: int,
+        order_by: str | None = None,
+        descending: bool = True,
+        with_payload: bool | Sequence[str] = True,
+        offset: str | None = None,
+    ) -> tuple[list[Hit], str | None]:
+        """Page through matching points."""
+        order = None
+        if order_by is not None:
+            order = models.OrderBy(
+                key=order_by,
+                direction=models.Direction.DESC if descending else models.Direction.ASC,
+            )
+        records, next_offset = self._call(
+            "scroll",
+            lambda: self._client.scroll(
+                self._name(collection),
+                scroll_filter=render_filter(flt),
+                limit=limit,
+                offset=offset if order is None else None,
+                with_payload=_with_payload(with_payload),
+                with_vectors=False,
+                order_by=order,
+            ),
+        )
+        hits = [_hit(r) for r in records]
+        return hits, (None if order is not None or next_offset is None else str(next_offset))
+
+    def count(self, collection: str, flt: Filter) -> int:
+        """Count matching points exactly."""
+        result = self._call(
+            "count",
+            lambda: self._client.count(
+                self._name(collection), count_filter=render_filter(flt), exact=True
+            ),
+        )
+        return int(result.count)
+
+    def optimize(self) -> None:
+        """A no-op: the server optimizes in the background."""
+
+    def close(self) -> None:
+        """Close the client; idempotent."""
+        if not self._closed:
+            self._closed = True
+            self._client.close()

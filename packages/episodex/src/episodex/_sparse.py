@@ -1,0 +1,47 @@
+"""BM25 sparse vectors, computed in process by Qdrant Edge's tokenizer (stemming, stopwords).
+
+The same vectors go to the embedded engine and to a server; the collection applies the IDF
+modifier, so only term frequencies are computed here and nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import qdrant_edge as qe
+
+from episodex._plan import SparseVec
+
+__all__ = ["Bm25Encoder"]
+
+
+class Bm25Encoder:
+    """English BM25 with Snowball stemming and stopwords.
+
+    Args:
+        k: Term-frequency saturation.
+        b: Length normalisation.
+        avg_len: Expected document length in tokens (summaries are short).
+    """
+
+    def __init__(self, *, k: float = 1.2, b: float = 0.75, avg_len: float = 64.0) -> None:
+        self.config = {"k": k, "b": b, "avg_len": avg_len, "language": "english"}
+        self._local = threading.local()
+
+    def _model(self) -> qe.Bm25:
+        # One model per thread: the binding's thread-safety is not documented.
+        model = getattr(self._local, "model", None)
+        if model is None:
+            model = qe.Bm25(qe.Bm25Config(**self.config))  # type: ignore[arg-type]
+            self._local.model = model
+        return model
+
+    def document(self, text: str) -> SparseVec:
+        """Term-frequency weights of a stored text."""
+        vec = self._model().embed_document(text)
+        return SparseVec(list(vec.indices), list(vec.values))
+
+    def query(self, text: str) -> SparseVec:
+        """Unit weights of each distinct query term (empty for a query of only stopwords)."""
+        vec = self._model().embed_query(text)
+        return SparseVec(list(vec.indices), list(vec.values))
