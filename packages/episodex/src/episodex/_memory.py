@@ -178,7 +178,7 @@ class EpisodicMemory:
         self, episodes: Iterable[ConversationEpisode | Mapping[str, Any]], *, batch_size: int = 256
     ) -> list[str]:
         """Store many episodes with one embedding pass per batch; returns their point ids."""
-        return await asyncio.to_thread(self.store.memorize_many, list(episodes), batch_size=batch_size)
+        return await asyncio.to_thread(self.store.memorize_many, episodes, batch_size=batch_size)
 
     async def recall(
         self,
@@ -332,9 +332,12 @@ class _LoopThread:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
 
     def stop(self) -> None:
-        if self._loop.is_running():
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(timeout=5)
+        if self._loop.is_closed():
+            return
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=5)
+        if not self._thread.is_alive():
+            self._loop.close()
 
 
 class SyncEpisodicMemory:

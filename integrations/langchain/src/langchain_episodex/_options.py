@@ -1,0 +1,39 @@
+"""Recall options the adapters pass through to the core, checked once at construction."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from episodex import SyncEpisodicMemory
+
+__all__ = ["RECALL_OPTIONS", "check_recall_options", "core_memory"]
+
+#: The keyword arguments of `EpisodicMemory.recall` an adapter may set.
+RECALL_OPTIONS = frozenset(
+    {
+        "previous_conversation_limit",
+        "same_conversation_limit",
+        "short_weight",
+        "long_weight",
+        "bm25_weight",
+        "stage1_limit",
+        "rrf_k",
+    }
+)
+
+
+def check_recall_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The options as a dict; a ValueError (shown by pydantic) for a name recall does not take."""
+    unknown = sorted(set(options) - RECALL_OPTIONS)
+    if unknown:
+        raise ValueError(
+            f"unknown recall option(s) {', '.join(unknown)}; known: {', '.join(sorted(RECALL_OPTIONS))}"
+        )
+    return dict(options)
+
+
+def core_memory(value: object) -> object:
+    """The async core memory behind a `SyncEpisodicMemory`; anything else unchanged."""
+    return value.memory if isinstance(value, SyncEpisodicMemory) else value
+

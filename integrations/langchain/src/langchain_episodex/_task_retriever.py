@@ -1,0 +1,143 @@
+"""`TaskEpisodeRetriever`: task episodes (attempts at a task) as LangChain `Document`s."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from episodex._errors import ValidationError
+from episodex._task_stores import BaseMemoryStore
+from episodex._tasks import EPISODE_FIELDS, Episode
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+)
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from pydantic import ConfigDict, Field, field_validator
+from pydantic import ValidationError as PydanticValidationError
+
+from langchain_episodex._blocking import run_blocking
+from langchain_episodex._pydantic import configuration_error
+
+__all__ = ["TaskEpisodeRetriever", "task_document"]
+
+#: The `search` options of the task stores an adapter may set.
+SEARCH_OPTIONS = frozenset({"filter", "score_threshold", "mode", "dense_weight", "bm25_weight", "rrf_k"})
+
+
+def task_document(episode: Episode, rank: int, include: list[str] | None = None) -> Document:
+    """One task episode as a `Document`: its XML rendering as content, its fields as metadata."""
+    metadata = {
+        "id": episode.id_,
+        "rank": rank,
+        "task_id": episode.task.id_,
+        "instruction": episode.task.instruction,
+        "result": episode.result.content if episode.result is not None else None,
+        "error": episode.error,
+        "completed_at": episode.completed_at.isoformat(),
+        "metadata": dict(episode.metadata),
+    }
+    return Document(id=episode.id_, page_content=episode.format(include=include), metadata=metadata)
+
+
+class TaskEpisodeRetriever(BaseRetriever):
+    """Retrieve task episodes (earlier attempts at similar tasks) from an episodex task store.
+
+    Works with any task store (`QdrantMemoryStore`, `JSONLMemoryStore`, or your own
+    `BaseMemoryStore`). Each `Document` holds the episode rendered as an `<episode>` XML
+    element (the fields in `include`); its metadata holds `id`, `rank` (1 = best),
+    `task_id`, `instruction`, `result`, `error`, `completed_at` and the episode's `metadata`.
+    Task stores are not split by user: confine a search with `search_options={"filter":
+    {"user": "u1"}}` over the episodes' metadata.
+
+    Instantiate:
+        ```python
+        from episodex import EpisodicMemory, QdrantMemoryStore
+        from langchain_episodex import TaskEpisodeRetriever
+
+        store = QdrantMemoryStore(memory=EpisodicMemory(path="./memory"))
+        retriever = TaskEpisodeRetriever(store=store, k=3)
+        ```
+
+    Use:
+        ```python
+        docs = retriever.invoke("convert miles to km")
+        docs = await retriever.ainvoke("convert miles to km", k=1)
+        ```
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
+    store: BaseMemoryStore
+    """The task-episode store to search."""
+    k: int = Field(default=3, ge=1)
+    """How many documents to return (overridden per call by `invoke(..., k=)`)."""
+    search_options: dict[str, Any] = Field(default_factory=dict[str, Any])
+    """Extra options of the store's `search`: `filter`, `score_threshold`, `mode`, weights."""
+    include: list[str] | None = None
+    """The episode fields rendered in `page_content`; None for the store's default fields."""
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except PydanticValidationError as exc:
+            raise configuration_error(type(self).__name__, exc) from None
+
+    @field_validator("search_options")
+    @classmethod
+    def _known(cls, value: dict[str, Any]) -> dict[str, Any]:
+        unknown = sorted(set(value) - SEARCH_OPTIONS)
+        if unknown:
+            raise ValueError(
+                f"unknown search option(s) {', '.join(unknown)}; known: {', '.join(sorted(SEARCH_OPTIONS))}"
+            )
+        return value
+
+    @field_validator("include")
+    @classmethod
+    def _fields(cls, value: list[str] | None) -> list[str] | None:
+        unknown = sorted(set(value or ()) - set(EPISODE_FIELDS))
+        if unknown:
+            raise ValueError(f"unknown episode field(s) {', '.join(unknown)}; known: {', '.join(EPISODE_FIELDS)}")
+        return value
+
+    def _call_options(self, k: int | None, overrides: Mapping[str, Any]) -> tuple[int, dict[str, Any]]:
+        k = self.k if k is None else k
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValidationError(f"k must be an integer >= 1, got {k!r}")
+        # `verbose` is LangChain's own invoke flag, passed through to every retriever.
+        extra = {name: value for name, value in overrides.items() if name != "verbose"}
+        unknown = sorted(set(extra) - SEARCH_OPTIONS)
+        if unknown:
+            raise ValidationError(
+                f"unknown retriever argument(s) {', '.join(unknown)}; give k or search options "
+                f"({', '.join(sorted(SEARCH_OPTIONS))})"
+            )
+        return k, {**self.search_options, **extra}
+
+    async def _documents(self, query: str, k: int, options: dict[str, Any]) -> list[Document]:
+        episodes = await self.store.search(query, k, **options)
+        return [task_document(ep, rank, self.include) for rank, ep in enumerate(episodes[:k], start=1)]
+
+    def _get_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,
+        k: int | None = None,
+        **overrides: Any,
+    ) -> list[Document]:
+        k, options = self._call_options(k, overrides)
+        return run_blocking(self._documents(query, k, options))
+
+    async def _aget_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,
+        k: int | None = None,
+        **overrides: Any,
+    ) -> list[Document]:
+        k, options = self._call_options(k, overrides)
+        return await self._documents(query, k, options)

@@ -1,0 +1,92 @@
+"""`LessonsMemoryBlock`: REPEAT/AVOID step lessons of earlier attempts as a memory block."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol, runtime_checkable
+
+from llama_index.core.base.llms.types import ChatMessage
+from llama_index.core.memory.memory import BaseMemoryBlock
+from pydantic import Field
+
+from llama_index.memory.episodex._checks import configuration_errors
+from llama_index.memory.episodex._messages import latest_user_text
+
+__all__ = ["LessonSource", "LessonsMemoryBlock"]
+
+
+@runtime_checkable
+class LessonSource(Protocol):
+    """What the block reads lessons from: `episodex.StepLessonMemory` is one."""
+
+    async def lessons_block(self, current_env: Any, current_state: str) -> str:
+        """The REPEAT/AVOID block for this page and agent state, `""` when there is none."""
+        ...
+
+
+class LessonsMemoryBlock(BaseMemoryBlock[str]):
+    """Lessons from earlier attempts at the same task, for agents that retry it.
+
+    Each time `Memory` is read, the block asks the step-lesson memory for the graded steps of
+    earlier attempts whose page looks like the current one, and returns the
+    `# Lessons From Previous Attempt` block (REPEAT what worked, AVOID what failed), which
+    `Memory` places under `<memory><lessons>`. The first attempt gets nothing.
+
+    The current page is `current_env` (set it on the block before each step, or pass
+    `current_env=` to `Memory.aget`); the agent's current state is the latest user message
+    unless `current_state=` is passed. Steps are recorded and graded through the step-lesson
+    memory itself (`record_step_start`, `end_episode`), not from chat messages, so the block
+    takes nothing from short-term memory.
+
+    Setup:
+        `pip install llama-index-memory-episodex`.
+
+    Instantiate:
+        ```python
+        from episodex import EpisodicMemory, ProgrammaticGrader, StepLessonMemory
+        from llama_index.memory.episodex import LessonsMemoryBlock
+
+        lessons = StepLessonMemory.from_memory(
+            EpisodicMemory(path="./memory"), grader=ProgrammaticGrader(expected_actions=[...])
+        )
+        block = LessonsMemoryBlock(lessons=lessons)
+        ```
+
+    Use (async), on each attempt:
+        ```python
+        await lessons.init_episode("ticket-42", user_id="u1", agent_id="web", task="...")
+        block.current_env = {"url": "https://app/tickets", "elements": [...]}
+        memory = Memory.from_defaults(memory_blocks=[block], tokenizer_fn=offline_tokenizer())
+        ```
+    """
+
+    name: str = Field(default="lessons")
+    """The tag the block gets inside `<memory>`."""
+    accept_short_term_memory: bool = Field(default=False)
+    """Lessons come from graded steps, not from flushed chat messages."""
+    lessons: LessonSource = Field(exclude=True)
+    """The step-lesson memory (`episodex.StepLessonMemory`), with its attempt initialised."""
+    current_env: Any = Field(default=None, exclude=True)
+    """The page the agent sees now (`EnvState` or a mapping of its fields); None: no lessons."""
+
+    def __init__(self, /, **data: Any) -> None:
+        with configuration_errors(type(self).__name__):
+            super().__init__(**data)
+
+    async def _aget(
+        self,
+        messages: list[ChatMessage] | None = None,
+        *,
+        current_env: Any = None,
+        current_state: str | None = None,
+        **block_kwargs: Any,
+    ) -> str:
+        """The lessons block for the current page and state; `""` without a page."""
+        env = current_env if current_env is not None else self.current_env
+        if env is None or (isinstance(env, Mapping) and not env):
+            return ""
+        state = current_state if current_state is not None else latest_user_text(messages)
+        return await self.lessons.lessons_block(env, state)
+
+    async def _aput(self, messages: list[ChatMessage]) -> None:
+        """Chat messages are not lessons: record steps through the lesson memory instead."""

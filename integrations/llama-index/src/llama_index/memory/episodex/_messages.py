@@ -1,0 +1,59 @@
+"""LlamaIndex chat messages read as plain text: the query, the exchange, the tools used."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock, ToolCallBlock
+
+__all__ = ["exchange_text", "latest_user_text", "message_text", "session_of", "tools_called"]
+
+
+def message_text(message: ChatMessage) -> str:
+    """The text blocks of one message, joined; images, audio and tool calls are left out."""
+    return "\n".join(block.text for block in message.blocks if isinstance(block, TextBlock)).strip()
+
+
+def latest_user_text(messages: Sequence[ChatMessage] | None) -> str:
+    """The text of the newest user message that has any, or `""`."""
+    for message in reversed(messages or ()):
+        if message.role == MessageRole.USER:
+            text = message_text(message)
+            if text:
+                return text
+    return ""
+
+
+def tools_called(messages: Sequence[ChatMessage]) -> list[str]:
+    """Names of the tools the assistant called, in first-call order, each once."""
+    names: list[str] = []
+    for message in messages:
+        for block in message.blocks:
+            if isinstance(block, ToolCallBlock) and block.tool_name and block.tool_name not in names:
+                names.append(block.tool_name)
+    return names
+
+
+def exchange_text(messages: Sequence[ChatMessage]) -> str:
+    """The conversation as `role: text` lines; system prompts and empty messages are skipped."""
+    lines: list[str] = []
+    for message in messages:
+        if message.role == MessageRole.SYSTEM:
+            continue
+        text = message_text(message)
+        if message.role == MessageRole.ASSISTANT:
+            calls = [b.tool_name for b in message.blocks if isinstance(b, ToolCallBlock)]
+            if calls:
+                text = (text + "\n" if text else "") + "[called " + ", ".join(calls) + "]"
+        if text:
+            lines.append(f"{message.role.value}: {text}")
+    return "\n".join(lines)
+
+
+def session_of(messages: Sequence[ChatMessage]) -> str | None:
+    """The session id `Memory` stamps on messages it flushes, if any message carries one."""
+    for message in messages:
+        value = message.additional_kwargs.get("session_id")
+        if isinstance(value, str) and value.strip():
+            return value
+    return None

@@ -1,0 +1,167 @@
+"""`EpisodicRetriever`: episodex recall as a LlamaIndex retriever of scored nodes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from episodex._errors import ConfigurationError
+from episodex._memory import EpisodicMemory
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.callbacks import CallbackManager
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+
+from llama_index.memory.episodex._checks import require_id
+
+__all__ = ["EpisodicRetriever"]
+
+_SECTIONS = ("same_conversation", "previous_conversations")
+# Metadata the LLM and the embedder need not see when a node is rendered.
+_HIDDEN = (
+    "point_id",
+    "user_id",
+    "agent_id",
+    "section",
+    "score",
+    "streams",
+    "short_summary",
+    "start_index",
+    "end_index",
+    "overlap",
+    "timestamp_begin",
+)
+
+
+def _plain(value: Any) -> Any:
+    """A JSON value for node metadata: datetimes as ISO strings, containers copied."""
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType]
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]  # pyright: ignore[reportUnknownVariableType]
+    return value
+
+
+def _node(item: Mapping[str, Any], section: str) -> NodeWithScore:
+    metadata: dict[str, Any] = {
+        "point_id": item["point_id"],
+        "section": section,
+        "short_summary": item.get("short_summary_text", ""),
+    }
+    for key, value in item.items():
+        if key not in ("point_id", "short_summary_text", "long_summary_text", "metadata"):
+            metadata[key] = _plain(value)
+    if item.get("metadata"):
+        metadata["episode_metadata"] = _plain(item["metadata"])
+    short = str(item.get("short_summary_text", ""))
+    long = str(item.get("long_summary_text", ""))
+    node = TextNode(
+        id_=str(item["point_id"]),
+        text=f"{short}\n\n{long}" if long else short,
+        metadata=metadata,
+        excluded_llm_metadata_keys=[*_HIDDEN, "episode_metadata"],
+        excluded_embed_metadata_keys=list(metadata),
+    )
+    return NodeWithScore(node=node, score=float(item.get("score", 0.0)))
+
+
+class EpisodicRetriever(BaseRetriever):
+    """Episodes of one user with one agent, found by episodex's hybrid recall, as nodes.
+
+    Each result is a `NodeWithScore`: the node text is the short summary then the long one,
+    its id is the episode's point id, its score the fused recall score, and its metadata
+    holds every stored field (`conversation_id`, `timestamp_end` as ISO text,
+    `tools_invoked`, ...) plus `section`: `same_conversation` or `previous_conversations`.
+    Results are ordered best first.
+
+    Setup:
+        `pip install llama-index-memory-episodex`.
+
+    Instantiate:
+        ```python
+        from episodex import EpisodicMemory
+        from llama_index.memory.episodex import EpisodicRetriever
+
+        retriever = EpisodicRetriever(EpisodicMemory(path="./memory"), user_id="u1",
+                                      agent_id="support")
+        ```
+
+    Use:
+        ```python
+        nodes = retriever.retrieve("did I get my refund?")
+        nodes[0].node.metadata["conversation_id"]
+        ```
+
+    Async:
+        ```python
+        nodes = await retriever.aretrieve("did I get my refund?")
+        ```
+
+    Args:
+        memory: The episodic memory to search.
+        user_id: The end user; no result ever comes from another user.
+        agent_id: The agent the user talks to.
+        conversation_id: The current conversation: its episodes are returned apart (section
+            `same_conversation`) and do not count against `previous_conversation_limit`.
+        previous_conversation_limit: Most episodes from other conversations.
+        same_conversation_limit: Most episodes from the current conversation.
+        recall_options: More `EpisodicMemory.recall` options (stream weights, `rrf_k`).
+        callback_manager: LlamaIndex callbacks.
+        verbose: Print retrieval progress.
+    """
+
+    def __init__(
+        self,
+        memory: EpisodicMemory,
+        *,
+        user_id: str,
+        agent_id: str,
+        conversation_id: str | None = None,
+        previous_conversation_limit: int = 10,
+        same_conversation_limit: int = 5,
+        recall_options: Mapping[str, Any] | None = None,
+        callback_manager: CallbackManager | None = None,
+        verbose: bool = False,
+    ) -> None:
+        if not isinstance(memory, EpisodicMemory):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigurationError(
+                f"memory must be an episodex.EpisodicMemory, got {type(memory).__name__}"
+            )
+        self.memory = memory
+        self.user_id = require_id("user_id", user_id)
+        self.agent_id = require_id("agent_id", agent_id)
+        if conversation_id is not None:
+            require_id("conversation_id", conversation_id)
+        self.conversation_id = conversation_id
+        self._options: dict[str, Any] = {
+            **(recall_options or {}),
+            "previous_conversation_limit": previous_conversation_limit,
+            "same_conversation_limit": same_conversation_limit,
+        }
+        super().__init__(callback_manager=callback_manager, verbose=verbose)
+
+    def _kwargs(self, query_bundle: QueryBundle) -> dict[str, Any]:
+        return {
+            **self._options,
+            "user_id": self.user_id,
+            "agent_id": self.agent_id,
+            "conversation_id": self.conversation_id,
+            "query": query_bundle.query_str,
+        }
+
+    @staticmethod
+    def _nodes(result: Mapping[str, list[dict[str, Any]]]) -> list[NodeWithScore]:
+        nodes = [_node(item, section) for section in _SECTIONS for item in result.get(section, [])]
+        # Stable sort: equal scores keep the current conversation first.
+        nodes.sort(key=lambda n: -(n.score or 0.0))
+        return nodes
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        # The store under EpisodicMemory is synchronous: no event loop needed here.
+        return self._nodes(self.memory.store.recall(**self._kwargs(query_bundle)))
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        result = await self.memory.recall(**self._kwargs(query_bundle))
+        return self._nodes(result)

@@ -1,0 +1,7 @@
+"""`python -m episodex`: the command line."""
+
+import sys
+
+from episodex.cli import main
+
+sys.exit(main())

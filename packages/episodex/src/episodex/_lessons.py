@@ -1,0 +1,674 @@
+"""`StepLessonMemory`: an agent learns from its earlier attempts at the same task.
+
+Each step an agent takes (the state it saw, its reasoning, its action) is recorded, stored,
+then graded by a `Grader`. On the next attempt (rep) of the same session, the graded steps
+whose page looks like the current one come back as REPEAT (worked) and AVOID (failed) lessons.
+
+Every read and write is confined to one user, one agent and one session: each filter starts
+from `_scope`, which needs all three.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import math
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from episodex._embedders import Embedder
+from episodex._engine import Engine
+from episodex._episodic import check_manifest, tenant_filter
+from episodex._errors import ConfigurationError, ValidationError
+from episodex._graders import Grader
+from episodex._lessons_export import format_lessons
+from episodex._lessons_model import (
+    LESSONS_SCHEMA_VERSION,
+    EnvState,
+    GradingResult,
+    RetrievedLesson,
+    StepMemory,
+    action_parts,
+    element_set,
+)
+from episodex._memory import EpisodicMemory, _LoopThread, resolve_embedder  # pyright: ignore[reportPrivateUsage]
+from episodex._plan import CollectionSpec, Filter, Match, MatchAny, Point, Range
+
+__all__ = [
+    "LessonEpisode",
+    "StepLessonMemory",
+    "SyncStepLessonMemory",
+    "rank_lessons",
+]
+
+COLLECTION = "step_lessons"
+_log = logging.getLogger("episodex.lessons")
+
+
+def _scope(user_id: object, agent_id: object, session_id: object) -> Filter:
+    """The filter every lesson operation starts from: this user, agent AND session."""
+    if not isinstance(session_id, str) or not session_id.strip():
+        raise ValidationError(f"session_id must be a non-empty string, got {session_id!r}")
+    return tenant_filter(user_id, agent_id).and_(Match("session_id", session_id))
+
+
+def _check_unit(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
+        raise ValidationError(f"{name} must be a number in [0, 1], got {value!r}")
+    return float(value)
+
+
+def _check_weight(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        raise ValidationError(f"{name} must be a finite number >= 0, got {value!r}")
+    return float(value)
+
+
+def _check_count(name: str, value: object, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValidationError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def jaccard(a: EnvState, b: EnvState) -> float:
+    """Overlap of two states' elements; two pages without elements match when their paths do."""
+    sa, sb = element_set(a), element_set(b)
+    union = sa | sb
+    if not union:
+        return 1.0 if a.path == b.path else 0.0
+    return len(sa & sb) / len(union)
+
+
+def _dedupe_key(memory: StepMemory) -> tuple[str, str, str]:
+    parts = action_parts(memory.action)
+    target = memory.action_element_text or parts.target or ""
+    return (
+        parts.verb.casefold(),
+        " ".join(target.split()).casefold(),
+        " ".join((parts.value or "").split()).casefold(),
+    )
+
+
+def rank_lessons(
+    candidates: Iterable[StepMemory],
+    current_env: EnvState,
+    state_vector: Sequence[float] | np.ndarray[Any, Any],
+    *,
+    env_threshold: float = 0.7,
+    top_k: int = 10,
+    env_weight: float = 0.65,
+    state_weight: float = 0.35,
+    final_k: int = 2,
+) -> list[RetrievedLesson]:
+    """Pick the lessons for the current state from graded candidate steps.
+
+    Jaccard overlap of page elements first (dropping those under `env_threshold`, keeping the
+    `top_k` best), then a re-rank by `env_weight * env + state_weight * cosine(states)`,
+    duplicates (same action, target and value) dropped, and `final_k` returned, with at least
+    one AVOID and one REPEAT when both exist and `final_k >= 2`. Best first.
+    """
+    env_threshold = _check_unit("env_threshold", env_threshold)
+    top_k = _check_count("top_k", top_k, 1)
+    final_k = _check_count("final_k", final_k, 0)
+    env_weight = _check_weight("env_weight", env_weight)
+    state_weight = _check_weight("state_weight", state_weight)
+    query = np.asarray(state_vector, dtype=np.float64)
+    query_norm = float(np.linalg.norm(query))
+
+    scored: list[tuple[float, StepMemory]] = []
+    for memory in candidates:
+        if not memory.graded:
+            continue
+        env = jaccard(memory.env_pre, current_env)
+        if env >= env_threshold:
+            scored.append((env, memory))
+    scored.sort(key=lambda pair: (-pair[0], -pair[1].rep, pair[1].step_num))
+    ranked: list[RetrievedLesson] = []
+    for env, memory in scored[:top_k]:
+        state = 0.0
+        if memory.internal_state_embedding is not None and query_norm > 0:
+            vec = np.asarray(memory.internal_state_embedding, dtype=np.float64)
+            norm = float(np.linalg.norm(vec))
+            if vec.shape == query.shape and norm > 0:
+                state = float(np.clip(vec @ query / (norm * query_norm), -1.0, 1.0))
+        ranked.append(RetrievedLesson(memory, env, state, env_weight * env + state_weight * state))
+    ranked.sort(key=lambda r: (-r.score, -r.env_score, -r.memory.rep, r.memory.step_num))
+
+    unique: list[RetrievedLesson] = []
+    seen: set[tuple[str, str, str]] = set()
+    for lesson in ranked:
+        key = _dedupe_key(lesson.memory)
+        if key not in seen:
+            seen.add(key)
+            unique.append(lesson)
+
+    chosen: list[RetrievedLesson] = []
+    if final_k >= 2:
+        for kind in ("REPEAT", "AVOID"):
+            best = next((r for r in unique if r.kind == kind), None)
+            if best is not None:
+                chosen.append(best)
+    for lesson in unique:
+        if len(chosen) >= final_k:
+            break
+        if lesson not in chosen:
+            chosen.append(lesson)
+    chosen = chosen[:final_k]
+    chosen.sort(key=lambda r: unique.index(r))
+    return chosen
+
+
+@dataclass(frozen=True, slots=True)
+class LessonEpisode:
+    """The attempt in progress.
+
+    Attributes:
+        user_id: The end user.
+        agent_id: The agent.
+        session_id: The task being retried.
+        run_id: This attempt's id.
+        rep: This attempt's number, from 1; rep 1 gets no lessons.
+        task: The task, as given to the grader.
+        resumed: True when earlier attempts (or this run) were already stored.
+    """
+
+    user_id: str
+    agent_id: str
+    session_id: str
+    run_id: str
+    rep: int
+    task: str | None
+    resumed: bool
+
+
+class _LessonStore:
+    """Step memories in one collection of an engine (synchronous, thread-safe)."""
+
+    def __init__(self, engine: Engine, embedder: Embedder, collection: str) -> None:
+        self.engine = engine
+        self.embedder = embedder
+        self.collection = collection
+        manifest = {
+            "embedder": embedder.model_id,
+            "dimension": embedder.dimension,
+            "kind": "step_lessons",
+            "schema": LESSONS_SCHEMA_VERSION,
+        }
+        spec = CollectionSpec(
+            name=collection,
+            dense={"state": embedder.dimension},
+            tenant_key="user_id",
+            keywords=("agent_id", "session_id", "run_id", "outcome", "step_id"),
+            integers=("rep", "step_num"),
+            floats=("created_at_ts",),
+            metadata=manifest,
+        )
+        stored = engine.ensure_collection(spec)
+        check_manifest(stored, manifest, f"the step-lesson collection {collection!r}")
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        return [row.tolist() for row in self.embedder.embed_documents(list(texts))]
+
+    def with_embeddings(self, memories: Sequence[StepMemory]) -> list[StepMemory]:
+        missing = [m for m in memories if m.internal_state_embedding is None]
+        vectors = iter(self.embed([m.internal_state for m in missing]))
+        out: list[StepMemory] = []
+        for memory in memories:
+            if memory.internal_state_embedding is None:
+                memory = memory.replace(internal_state_embedding=next(vectors))
+            elif len(memory.internal_state_embedding) != self.embedder.dimension:
+                raise ValidationError(
+                    f"step {memory.step_id!r} has an internal_state_embedding of length "
+                    f"{len(memory.internal_state_embedding)}, but this store's embedder makes "
+                    f"{self.embedder.dimension}; clear it (None) to re-embed"
+                )
+            out.append(memory)
+        return out
+
+    def write(self, memories: Sequence[StepMemory]) -> list[StepMemory]:
+        embedded = self.with_embeddings(memories)
+        points: list[Point] = []
+        for m in embedded:
+            payload = m.model_dump(mode="json", exclude={"id"})
+            payload["created_at_ts"] = m.created_at.timestamp()
+            payload["schema"] = LESSONS_SCHEMA_VERSION
+            # The state embedding is the point's vector and also kept in the payload, so a
+            # loaded or exported step carries it and re-ranking needs no second round trip.
+            points.append(Point(id=m.id, dense={"state": payload["internal_state_embedding"]}, sparse={}, payload=payload))
+        self.engine.upsert(self.collection, points)
+        return embedded
+
+    def scan(self, flt: Filter, fields: bool | Sequence[str] = True) -> list[tuple[str, dict[str, Any]]]:
+        rows: list[tuple[str, dict[str, Any]]] = []
+        offset: str | None = None
+        while True:
+            hits, offset = self.engine.scroll(self.collection, flt, limit=256, with_payload=fields, offset=offset)
+            rows.extend((h.id, h.payload) for h in hits)
+            if offset is None:
+                return rows
+
+    def load(self, flt: Filter) -> list[StepMemory]:
+        memories = [_from_payload(pid, payload) for pid, payload in self.scan(flt)]
+        memories.sort(key=lambda m: (m.rep, m.step_num, m.created_at))
+        return memories
+
+    def count(self, flt: Filter) -> int:
+        return self.engine.count(self.collection, flt)
+
+    def delete(self, flt: Filter) -> int:
+        n = self.engine.count(self.collection, flt)
+        if n:
+            self.engine.delete(self.collection, flt)
+        return n
+
+
+def _from_payload(point_id: str, payload: Mapping[str, Any]) -> StepMemory:
+    data = {k: v for k, v in payload.items() if k not in ("created_at_ts", "schema")}
+    data["id"] = point_id
+    return StepMemory.parse(data, where=f"stored step {point_id}: ")
+
+
+class StepLessonMemory:
+    """Step lessons: graded steps of earlier attempts at a task, retrieved for the current state.
+
+    Setup:
+        Nothing beyond `pip install episodex`; the lessons live in the same engine as the
+        episodes, in their own collection (`step_lessons`).
+
+    Instantiate:
+        ```python
+        from episodex import EpisodicMemory, ProgrammaticGrader, StepLessonMemory
+
+        memory = EpisodicMemory(path="./memory")
+        grader = ProgrammaticGrader(expected_actions=["click('12')", "click('30')"])
+        lessons = StepLessonMemory.from_memory(memory, grader=grader)
+        ```
+
+    Use (async), once per attempt:
+        ```python
+        await lessons.init_episode("ticket-42", user_id="u1", agent_id="web", task="...")
+        block = await lessons.lessons_block(env, state)   # "" on the first attempt
+        await lessons.record_step_start(env_pre=env, internal_state=state, action="click('12')")
+        ...
+        result = await lessons.end_episode(final_env=env)  # persist, grade, store the grades
+        ```
+
+    Without a grader, steps are stored as `pending` and never become lessons: `end_episode`
+    logs a warning and returns None. `SyncStepLessonMemory` has the same methods, no `await`.
+
+    Args:
+        engine: The vector engine (share the episodic memory's: `from_memory`).
+        embedder: The dense embedder of internal states; None for the bundled model.
+        grader: Grades each attempt's steps at `end_episode`; None means no lessons.
+        collection: Collection name.
+        env_threshold: Default minimum Jaccard overlap of page elements.
+        top_k: Default number of candidates kept after the page match.
+        env_weight: Default weight of the page match in the re-rank.
+        state_weight: Default weight of the internal-state cosine in the re-rank.
+        final_k: Default number of lessons returned.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        embedder: Embedder | str | None = None,
+        *,
+        grader: Grader | None = None,
+        collection: str = COLLECTION,
+        env_threshold: float = 0.7,
+        top_k: int = 10,
+        env_weight: float = 0.65,
+        state_weight: float = 0.35,
+        final_k: int = 2,
+    ) -> None:
+        if not isinstance(engine, Engine):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigurationError(f"engine must be an episodex Engine, got {type(engine).__name__}")
+        if grader is not None and not isinstance(grader, Grader):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigurationError(f"grader must have an async grade(steps, *, task) method, got {grader!r}")
+        self.engine = engine
+        self.embedder = resolve_embedder(embedder)
+        self.grader = grader
+        self.defaults: dict[str, Any] = {
+            "env_threshold": _check_unit("env_threshold", env_threshold),
+            "top_k": _check_count("top_k", top_k, 1),
+            "env_weight": _check_weight("env_weight", env_weight),
+            "state_weight": _check_weight("state_weight", state_weight),
+            "final_k": _check_count("final_k", final_k, 0),
+        }
+        self._store = _LessonStore(engine, self.embedder, collection)
+        self._episode: LessonEpisode | None = None
+        self._steps: dict[str, StepMemory] = {}
+
+    @classmethod
+    def from_memory(cls, memory: EpisodicMemory, **options: Any) -> StepLessonMemory:
+        """Lessons in the same store as an `EpisodicMemory` (its engine and embedder)."""
+        return cls(memory.engine, memory.embedder, **options)
+
+    @property
+    def lessons_enabled(self) -> bool:
+        """True when a grader is set: without one, steps are stored but never become lessons."""
+        return self.grader is not None
+
+    @property
+    def episode(self) -> LessonEpisode | None:
+        """The attempt in progress, or None before `init_episode`."""
+        return self._episode
+
+    @property
+    def steps(self) -> list[StepMemory]:
+        """The steps of the attempt in progress, in order."""
+        return sorted(self._steps.values(), key=lambda m: m.step_num)
+
+    def _require_episode(self) -> LessonEpisode:
+        if self._episode is None:
+            raise ValidationError("no episode in progress: call init_episode(session_id, user_id=..., agent_id=...) first")
+        return self._episode
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    async def init_episode(
+        self,
+        session_id: str,
+        *,
+        user_id: str,
+        agent_id: str,
+        task: str | None = None,
+        run_id: str | None = None,
+    ) -> LessonEpisode:
+        """Start the next attempt of a session, or resume one.
+
+        A new session starts at rep 1; an existing one continues at its last rep + 1. Given
+        the `run_id` of a stored attempt, that attempt is resumed: its steps are loaded and
+        new steps continue its numbering.
+        """
+        scope = _scope(user_id, agent_id, session_id)
+        if task is not None and not isinstance(task, str):
+            raise ValidationError(f"task must be a string, got {task!r}")
+        if run_id is not None and (not isinstance(run_id, str) or not run_id.strip()):
+            raise ValidationError(f"run_id must be a non-empty string, got {run_id!r}")
+        rows = await asyncio.to_thread(self._store.scan, scope, ("rep", "run_id"))
+        own: list[StepMemory] = []
+        if run_id is not None and any(p.get("run_id") == run_id for _, p in rows):
+            own = await asyncio.to_thread(self._store.load, scope.and_(Match("run_id", run_id)))
+            rep = own[0].rep
+        else:
+            rep = max((int(p["rep"]) for _, p in rows), default=0) + 1
+        self._episode = LessonEpisode(
+            user_id=user_id,
+            agent_id=agent_id,
+            session_id=session_id,
+            run_id=run_id or str(uuid.uuid4()),
+            rep=rep,
+            task=task,
+            resumed=bool(rows),
+        )
+        self._steps = {m.step_id: m for m in own}
+        return self._episode
+
+    async def record_step_start(
+        self,
+        *,
+        env_pre: EnvState | Mapping[str, Any],
+        internal_state: str,
+        action: str,
+        action_element_text: str | None = None,
+        think: str | None = None,
+        step_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> StepMemory:
+        """Record an action the agent is taking, with the state it saw and its reasoning.
+
+        The previous step's `env_post` becomes this step's `env_pre` when it was not set.
+        The step is pending and kept in memory until `persist_memories`.
+        """
+        episode = self._require_episode()
+        env = EnvState.parse(env_pre, where="env_pre: ")
+        step_num = max((m.step_num for m in self._steps.values()), default=0) + 1
+        step_id = f"rep{episode.rep}-step{step_num}" if step_id is None else step_id
+        if step_id in self._steps:
+            raise ValidationError(f"step_id {step_id!r} is already used in this attempt; give each step its own id")
+        memory = StepMemory.parse(
+            {
+                "step_id": step_id,
+                "user_id": episode.user_id,
+                "agent_id": episode.agent_id,
+                "session_id": episode.session_id,
+                "run_id": episode.run_id,
+                "rep": episode.rep,
+                "step_num": step_num,
+                "env_pre": env,
+                "internal_state": internal_state,
+                "think": think,
+                "action": action,
+                "action_element_text": action_element_text,
+                "metadata": {} if metadata is None else metadata,
+            }
+        )
+        previous = self._last_step()
+        if previous is not None and previous.env_post is None:
+            self._steps[previous.step_id] = previous.replace(env_post=env)
+        self._steps[step_id] = memory
+        return memory
+
+    def _last_step(self) -> StepMemory | None:
+        return max(self._steps.values(), key=lambda m: m.step_num, default=None)
+
+    async def record_step_end(self, env_post: EnvState | Mapping[str, Any], *, step_id: str | None = None) -> StepMemory:
+        """Record the state after a step (the last one unless `step_id` is given)."""
+        self._require_episode()
+        env = EnvState.parse(env_post, where="env_post: ")
+        step = self._steps.get(step_id) if step_id is not None else self._last_step()
+        if step is None:
+            raise ValidationError(
+                f"no step {step_id!r} in this attempt" if step_id is not None else "no step recorded yet"
+            )
+        updated = step.replace(env_post=env)
+        self._steps[step.step_id] = updated
+        return updated
+
+    async def persist_memories(self, *, final_env: EnvState | Mapping[str, Any] | None = None) -> list[str]:
+        """Store the attempt's steps (embedding their internal states); returns their ids.
+
+        `final_env` is the state after the last step, if not recorded yet. Storing again
+        replaces the stored copies.
+        """
+        self._require_episode()
+        last = self._last_step()
+        if final_env is not None and last is not None and last.env_post is None:
+            await self.record_step_end(final_env)
+        snapshot = self.steps
+        stored = await asyncio.to_thread(self._store.write, snapshot)
+        for memory in stored:
+            if self._steps.get(memory.step_id) is not None and self._steps[memory.step_id].id == memory.id:
+                self._steps[memory.step_id] = memory
+        return [m.id for m in stored]
+
+    async def add_grades(self, grading_result: GradingResult | Mapping[str, Any], *, run_id: str | None = None) -> list[StepMemory]:
+        """Apply a grading result to an attempt's steps and store them; returns the steps.
+
+        Graded steps become `success` or `failure` with the grader's explanation, correction
+        and confidence; every step gets the task-level `task_incomplete`. Steps left out stay
+        pending. Grades for unknown steps raise `ValidationError` and change nothing.
+
+        Args:
+            grading_result: The grades.
+            run_id: The attempt to grade (default: the one in progress).
+        """
+        episode = self._require_episode()
+        result = GradingResult.parse(grading_result, where="grading_result: ")
+        current = run_id is None or run_id == episode.run_id
+        if current:
+            steps = self.steps
+        else:
+            scope = _scope(episode.user_id, episode.agent_id, episode.session_id)
+            steps = await asyncio.to_thread(self._store.load, scope.and_(Match("run_id", run_id or "")))
+            if not steps:
+                raise ValidationError(f"no stored attempt {run_id!r} in session {episode.session_id!r}")
+        by_id = {m.step_id: m for m in steps}
+        unknown = [g.step_id for g in result.grades if g.step_id not in by_id]
+        if unknown:
+            raise ValidationError(
+                f"grades for steps that are not in this attempt: {unknown}; known steps: {sorted(by_id)}"
+            )
+        grades = {g.step_id: g for g in result.grades}
+        updated: list[StepMemory] = []
+        for memory in steps:
+            changes: dict[str, Any] = {"task_incomplete": None if result.task_success else result.task_incomplete}
+            grade = grades.get(memory.step_id)
+            if grade is not None:
+                changes.update(
+                    outcome="success" if grade.correct else "failure",
+                    outcome_reason=grade.explanation,
+                    correction=None if grade.correct else grade.correction,
+                    confidence=grade.confidence,
+                )
+            updated.append(memory.replace(**changes))
+        stored = await asyncio.to_thread(self._store.write, updated)
+        if current:
+            self._steps = {m.step_id: m for m in stored}
+        return stored
+
+    async def grade_episode(self, grader: Grader | None = None) -> GradingResult | None:
+        """Grade the attempt in progress with `grader` (or the memory's) and store the grades.
+
+        Returns None, and logs a warning, when there is no grader: the steps stay pending and
+        will never be lessons.
+        """
+        episode = self._require_episode()
+        grader = grader if grader is not None else self.grader
+        if grader is None:
+            _log.warning(
+                "no grader: the %d step(s) of session %r rep %d are stored as pending and will "
+                "never become lessons; pass grader= to StepLessonMemory or end_episode",
+                len(self._steps), episode.session_id, episode.rep,
+            )
+            return None
+        raw = await grader.grade(self.steps, task=episode.task)
+        result = GradingResult.parse(raw, where=f"{type(grader).__name__} returned ")
+        await self.add_grades(result)
+        return result
+
+    async def end_episode(
+        self, *, final_env: EnvState | Mapping[str, Any] | None = None, grader: Grader | None = None
+    ) -> GradingResult | None:
+        """Store the attempt's steps, then grade them (see `grade_episode`)."""
+        await self.persist_memories(final_env=final_env)
+        return await self.grade_episode(grader)
+
+    # -- retrieval -----------------------------------------------------------------------
+
+    async def retrieve_memories(
+        self,
+        current_env: EnvState | Mapping[str, Any],
+        current_state: str,
+        *,
+        env_threshold: float | None = None,
+        top_k: int | None = None,
+        env_weight: float | None = None,
+        state_weight: float | None = None,
+        final_k: int | None = None,
+    ) -> list[RetrievedLesson]:
+        """The lessons of earlier attempts for the current page and internal state, best first.
+
+        Rep 1 gets none (the baseline). From rep 2, the graded steps of earlier reps of this
+        session (never the current run) are ranked by `rank_lessons`; options left None take
+        the memory's defaults.
+        """
+        episode = self._require_episode()
+        env = EnvState.parse(current_env, where="current_env: ")
+        if not isinstance(current_state, str):
+            raise ValidationError(f"current_state must be a string, got {type(current_state).__name__}")
+        given = {
+            "env_threshold": env_threshold, "top_k": top_k, "env_weight": env_weight,
+            "state_weight": state_weight, "final_k": final_k,
+        }
+        options = {k: self.defaults[k] if v is None else v for k, v in given.items()}
+        if episode.rep <= 1:
+            return []
+        flt = (
+            _scope(episode.user_id, episode.agent_id, episode.session_id)
+            .and_(MatchAny("outcome", ("success", "failure")), Range("rep", lt=episode.rep))
+            .and_not(Match("run_id", episode.run_id))
+        )
+        candidates = await asyncio.to_thread(self._store.load, flt)
+        if not candidates:
+            return []
+        vectors = await asyncio.to_thread(self._store.embed, [current_state or " "])
+        return rank_lessons(candidates, env, vectors[0], **options)
+
+    async def lessons_block(
+        self, current_env: EnvState | Mapping[str, Any], current_state: str, **options: Any
+    ) -> str:
+        """The REPEAT/AVOID prompt block for the current state (`""` when there is none)."""
+        return format_lessons(await self.retrieve_memories(current_env, current_state, **options))
+
+    async def load_all_memories_for_session(
+        self, session_id: str | None = None, *, user_id: str | None = None, agent_id: str | None = None
+    ) -> list[StepMemory]:
+        """Every stored step of a session, by rep then step (defaults: the episode in progress)."""
+        episode = self._episode
+        user_id = user_id if user_id is not None else (episode.user_id if episode else None)
+        agent_id = agent_id if agent_id is not None else (episode.agent_id if episode else None)
+        session_id = session_id if session_id is not None else (episode.session_id if episode else None)
+        return await asyncio.to_thread(self._store.load, _scope(user_id, agent_id, session_id))
+
+    async def store_memories(self, memories: Iterable[StepMemory | Mapping[str, Any]]) -> list[str]:
+        """Store step memories as they are (an import); missing embeddings are computed."""
+        if isinstance(memories, Mapping | str | bytes):
+            raise ValidationError("store_memories takes a list of step memories, not a single one")
+        parsed = [StepMemory.parse(m, where=f"memory {i}: ") for i, m in enumerate(memories)]
+        stored = await asyncio.to_thread(self._store.write, parsed)
+        return [m.id for m in stored]
+
+    async def forget_session(self, session_id: str, *, user_id: str, agent_id: str) -> int:
+        """Delete every stored step of one session of this user and agent; returns how many."""
+        flt = _scope(user_id, agent_id, session_id)
+        return await asyncio.to_thread(self._store.delete, flt)
+
+    async def count(self, session_id: str, *, user_id: str, agent_id: str) -> int:
+        """Number of stored steps of one session of this user and agent."""
+        return await asyncio.to_thread(self._store.count, _scope(user_id, agent_id, session_id))
+
+
+class SyncStepLessonMemory:
+    """The synchronous twin of `StepLessonMemory`: same methods, no `await`.
+
+    ```python
+    lessons = SyncStepLessonMemory(StepLessonMemory.from_memory(memory, grader=grader))
+    lessons.init_episode("ticket-42", user_id="u1", agent_id="web")
+    print(lessons.lessons_block(env, state))
+    ```
+    """
+
+    def __init__(self, lessons: StepLessonMemory) -> None:
+        self.lessons = lessons
+        self._loop = _LoopThread()
+
+    def __getattr__(self, name: str) -> Any:
+        target = getattr(self.lessons, name)
+        if not asyncio.iscoroutinefunction(target):
+            return target
+
+        @functools.wraps(target)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return self._loop.run(target(*args, **kwargs))
+
+        return call
+
+    def close(self) -> None:
+        """Stop the private event loop (the engine belongs to whoever opened it)."""
+        self._loop.stop()
+
+    def __enter__(self) -> SyncStepLessonMemory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+

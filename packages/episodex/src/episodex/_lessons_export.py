@@ -1,0 +1,228 @@
+"""Step memories out and back in: JSON and CSV that round-trip, and the REPEAT/AVOID prompt.
+
+The prompt block is read by a model, so every stored text in it is flattened to one line and
+stripped of anything that would read as a header or a lesson line of its own.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any, Literal
+
+from episodex._errors import ImportFileError, ValidationError
+from episodex._lessons_model import RetrievedLesson, StepMemory, action_parts
+
+__all__ = ["LESSONS_HEADER", "export_memories", "format_lessons", "import_memories", "sanitize_lesson_text"]
+
+ExportFormat = Literal["json", "csv", "prompt"]
+
+LESSONS_HEADER = (
+    "# Lessons From Previous Attempt\n"
+    "These are results from a PREVIOUS attempt at this task.\n"
+    "- REPEAT: actions that worked before — do them again now\n"
+    "- AVOID: mistakes from before — do NOT repeat them"
+)
+"""The first four lines of every lessons block."""
+
+_BREAKS = re.compile(r"[\r\n\v\f\x1c-\x1e\x85\u2028\u2029]+")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_LEADING_MARKS = re.compile(r"^(?:\s|#|[-*>](?=\s))+")
+_LEADING_NUMBER = re.compile(r"^(\d+)\s*[.)]")
+_MARKERS = re.compile(r"\b(REPEAT|AVOID)\s*[:\uff1a]", re.IGNORECASE)
+
+
+def sanitize_lesson_text(text: str, *, max_chars: int = 300) -> str:
+    """Make stored text safe inside one lesson line.
+
+    Line breaks are collapsed (it cannot start a line of its own), leading `#`, bullets and
+    list numbers (`2.`) of each former line are neutralised, `REPEAT:` / `AVOID:` markers lose
+    their colon, control characters become spaces, and the result is cut to `max_chars`.
+    """
+    parts: list[str] = []
+    for segment in _BREAKS.split(text):
+        segment = _LEADING_MARKS.sub("", _CONTROL.sub(" ", segment))
+        segment = _LEADING_NUMBER.sub(r"(\1)", segment)
+        if segment.strip():
+            parts.append(segment)
+    flat = " ".join(" ".join(parts).split())
+    flat = _MARKERS.sub(lambda m: m.group(1).lower(), flat)
+    if len(flat) > max_chars:
+        flat = flat[: max(0, max_chars - 1)].rstrip() + "…"
+    return flat
+
+
+def _describe_action(memory: StepMemory, max_chars: int) -> str:
+    parts = action_parts(memory.action)
+    target = memory.action_element_text or parts.target
+    if target is None:
+        return sanitize_lesson_text(memory.action, max_chars=max_chars)
+    text = f"{parts.verb}: '{target}'"
+    if parts.value is not None:
+        text += f" with '{parts.value}'"
+    return sanitize_lesson_text(text, max_chars=max_chars)
+
+
+def format_lessons(lessons: Iterable[RetrievedLesson | StepMemory], *, max_chars: int = 300) -> str:
+    """Render lessons as the REPEAT/AVOID prompt block (`""` when there is no graded lesson).
+
+    Each lesson line shows the page path and, for retrieved lessons, the match score (the
+    re-ranking score as a percentage). Pending steps are left out.
+    """
+    lines: list[str] = []
+    number = 0
+    for item in lessons:
+        if isinstance(item, RetrievedLesson):
+            memory, score = item.memory, item.score
+        elif isinstance(item, StepMemory):  # pyright: ignore[reportUnnecessaryIsInstance]
+            memory, score = item, None
+        else:
+            raise ValidationError(f"format_lessons takes step memories or retrieved lessons, got {type(item).__name__}")
+        if memory.kind is None:
+            continue
+        number += 1
+        path = sanitize_lesson_text(memory.env_pre.path, max_chars=80).replace("[", "(").replace("]", ")")
+        where = f"{path} {round(min(1.0, max(0.0, score)) * 100)}%" if score is not None else path
+        lines.append(f"{number}. {memory.kind}: [{where}] {_describe_action(memory, max_chars)}")
+        reason = memory.outcome_reason or (memory.task_incomplete if memory.kind == "AVOID" else None)
+        if reason:
+            label = "This worked:" if memory.kind == "REPEAT" else "This failed:"
+            lines.append(f"   {label} {sanitize_lesson_text(reason, max_chars=max_chars)}")
+        if memory.kind == "AVOID" and memory.correction:
+            lines.append(f"   Do this instead: {sanitize_lesson_text(memory.correction, max_chars=max_chars)}")
+    if not lines:
+        return ""
+    return LESSONS_HEADER + "\n" + "\n".join(lines)
+
+
+# -- json and csv ------------------------------------------------------------------------
+
+_COLUMNS = tuple(StepMemory.model_fields)
+_JSON_COLUMNS = {"env_pre", "env_post", "internal_state_embedding", "metadata"}
+
+
+def _memories(items: Iterable[StepMemory | RetrievedLesson | Mapping[str, Any]]) -> list[StepMemory]:
+    if isinstance(items, Mapping | str | bytes | StepMemory | RetrievedLesson):
+        raise ValidationError("export_memories takes a list of step memories, not a single one")
+    out: list[StepMemory] = []
+    for i, item in enumerate(items):
+        out.append(item.memory if isinstance(item, RetrievedLesson) else StepMemory.parse(item, where=f"memory {i}: "))
+    return out
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, dict | list):
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def export_memories(
+    memories: Iterable[StepMemory | RetrievedLesson | Mapping[str, Any]], fmt: ExportFormat = "json"
+) -> str:
+    """Export step memories as `json` (an array), `csv` (one row each) or `prompt` text.
+
+    `json` and `csv` keep every field and come back unchanged through `import_memories`;
+    in csv, nested fields (states, embedding, metadata) are JSON text and absent values are
+    empty cells. `prompt` is the REPEAT/AVOID block of `format_lessons`.
+    """
+    if fmt == "prompt":
+        if isinstance(memories, Mapping | str | bytes):
+            raise ValidationError("export_memories takes a list of step memories, not a single one")
+        return format_lessons(m if isinstance(m, RetrievedLesson | StepMemory) else StepMemory.parse(m) for m in memories)
+    if fmt not in ("json", "csv"):
+        raise ValidationError(f"fmt must be 'json', 'csv' or 'prompt', got {fmt!r}")
+    parsed = _memories(memories)
+    if fmt == "json":
+        return json.dumps([m.model_dump(mode="json") for m in parsed], ensure_ascii=False, indent=2)
+    buffer = io.StringIO(newline="")
+    writer = csv.writer(buffer)
+    writer.writerow(_COLUMNS)
+    for memory in parsed:
+        data = memory.model_dump(mode="python")
+        data["env_pre"] = memory.env_pre.model_dump(mode="json")
+        data["env_post"] = memory.env_post.model_dump(mode="json") if memory.env_post else None
+        writer.writerow([_cell(data[c]) for c in _COLUMNS])
+    return buffer.getvalue()
+
+
+def _fail(errors: list[tuple[int, str]], what: str) -> ImportFileError:
+    shown = "; ".join(f"{what} {n}: {why}" for n, why in errors[:5])
+    more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
+    return ImportFileError(f"{len(errors)} bad {what}(s), nothing imported: {shown}{more}", errors)
+
+
+def _from_row(row: Mapping[str, str]) -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    for column in _COLUMNS:
+        text = row[column]
+        if text is None:  # pyright: ignore[reportUnnecessaryComparison]
+            raise ValidationError(f"the row ends before the {column!r} cell")
+        if text == "":
+            continue  # absent: the field's default (None for every optional field)
+        if column in _JSON_COLUMNS:
+            data[column] = json.loads(text)
+        elif column in ("rep", "step_num"):
+            data[column] = int(text)
+        elif column == "confidence":
+            data[column] = float(text)
+        else:
+            data[column] = text
+    return data
+
+
+def import_memories(text: str, fmt: Literal["json", "csv"] = "json") -> list[StepMemory]:
+    """Read memories written by `export_memories` (json or csv); `ImportFileError` lists bad ones.
+
+    Nothing is stored: pass the result to `StepLessonMemory.store_memories`.
+    """
+    if not isinstance(text, str):
+        raise ValidationError(f"import_memories takes the exported text, got {type(text).__name__}")
+    if fmt == "prompt":
+        raise ValidationError("the prompt format is for a model to read and cannot be imported; export json or csv")
+    if fmt not in ("json", "csv"):
+        raise ValidationError(f"fmt must be 'json' or 'csv', got {fmt!r}")
+    errors: list[tuple[int, str]] = []
+    out: list[StepMemory] = []
+    if fmt == "json":
+        try:
+            records = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ImportFileError(f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", [(exc.lineno, exc.msg)]) from None
+        if not isinstance(records, list):
+            raise ImportFileError("a json export is an array of step memories", [(1, "not an array")])
+        for number, record in enumerate(records, start=1):  # pyright: ignore[reportUnknownVariableType]
+            try:
+                out.append(StepMemory.parse(record))  # pyright: ignore[reportUnknownArgumentType]
+            except ValidationError as exc:
+                errors.append((number, str(exc)))
+        if errors:
+            raise _fail(errors, "record")
+        return out
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    header = tuple(reader.fieldnames or ())
+    if header != _COLUMNS:
+        missing = [c for c in _COLUMNS if c not in header]
+        extra = [c for c in header if c not in _COLUMNS]
+        raise ImportFileError(
+            f"the csv header is not a step-memory export: missing {missing}, unknown {extra}", [(1, "bad header")]
+        )
+    for number, row in enumerate(reader, start=1):
+        try:
+            if None in row:
+                raise ValidationError(f"{len(row[None])} cell(s) more than the header has")  # type: ignore[index]
+            out.append(StepMemory.parse(_from_row(row)))
+        except (ValidationError, ValueError, TypeError) as exc:
+            errors.append((number, str(exc)))
+    if errors:
+        raise _fail(errors, "row")
+    return out

@@ -1,0 +1,394 @@
+"""Step lessons as data: the page an agent saw, each step it took, and the grades of its steps.
+
+A `StepMemory` is one action an agent took in an environment (a web page, a tool loop): the
+state before it, the agent's reasoning, the action, the state after, and, once graded, whether
+it was right. `StepGrade` and `GradingResult` are what a grader returns; `RetrievedLesson` is a
+graded step found again for the current state, with the scores that found it.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import re
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal, Self, TypeVar
+from urllib.parse import urlsplit
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    field_validator,
+    model_validator,
+)
+from pydantic import ValidationError as PydanticValidationError
+
+from episodex._errors import ValidationError
+
+__all__ = [
+    "ActionParts",
+    "EnvState",
+    "GradingResult",
+    "LessonKind",
+    "Outcome",
+    "RetrievedLesson",
+    "StepGrade",
+    "StepMemory",
+    "action_parts",
+    "element_set",
+]
+
+#: Bumped when the stored payload of a step memory changes shape.
+LESSONS_SCHEMA_VERSION = 1
+
+Outcome = Literal["pending", "success", "failure"]
+LessonKind = Literal["REPEAT", "AVOID"]
+
+Id = Annotated[StrictStr, Field(min_length=1, max_length=512)]
+Count = Annotated[StrictInt, Field(ge=1)]
+Unit = Annotated[StrictFloat | StrictInt, Field(ge=0.0, le=1.0)]
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _json_object(value: dict[str, Any]) -> dict[str, Any]:
+    try:
+        text = json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"must be a JSON object (str keys, JSON values, no NaN): {exc}") from exc
+    return json.loads(text)
+
+
+def _blank_to_none(value: str | None) -> str | None:
+    # An empty optional text means "absent": one spelling, so csv and json round-trip alike.
+    if value is None or not value.strip():
+        return None
+    return value
+
+
+def _describe(exc: PydanticValidationError, what: str) -> str:
+    parts: list[str] = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or what
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "missing":
+            parts.append(f"{loc} is required")
+        elif err["type"] == "extra_forbidden":
+            parts.append(f"{loc} is not a field of a {what}")
+        else:
+            shown = repr(err.get("input"))
+            if len(shown) > 60:
+                shown = shown[:57] + "..."
+            parts.append(f"{loc}: {msg} (got {shown})")
+    return f"invalid {what}: " + "; ".join(parts)
+
+
+def _parse(cls: type[M], data: object, what: str, where: str) -> M:
+    if isinstance(data, cls):
+        return data
+    if not isinstance(data, Mapping):
+        raise ValidationError(f"{where}expected a {what} or a mapping of its fields, got {type(data).__name__}")
+    try:
+        return cls.model_validate(dict(data))  # pyright: ignore[reportUnknownArgumentType]
+    except PydanticValidationError as exc:
+        raise ValidationError(where + _describe(exc, what)) from None
+
+
+def _normalise_element(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+class EnvState(BaseModel):
+    """What the agent saw: the page (url and title) and its visible elements.
+
+    Elements are short strings, one per interactive element, as the agent's observation shows
+    them, e.g. `[42] button 'Delete'`. Two states are compared by the overlap of their
+    elements (case and spacing ignored).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    url: StrictStr = ""
+    """The page address; its path is shown in lessons (`/tickets`)."""
+    page: StrictStr | None = None
+    """A page name or title, used when there is no url."""
+    elements: list[StrictStr] = Field(default_factory=list[str])
+    """The visible elements, one string each."""
+    extra: dict[str, Any] = Field(default_factory=dict[str, Any])
+    """Anything else about the state (a JSON object), kept verbatim."""
+
+    @field_validator("extra")
+    @classmethod
+    def _extra_json(cls, value: dict[str, Any]) -> dict[str, Any]:
+        return _json_object(value)
+
+    @field_validator("page")
+    @classmethod
+    def _page(cls, value: str | None) -> str | None:
+        return _blank_to_none(value)
+
+    @property
+    def path(self) -> str:
+        """The page path of `url` (`/tickets`), else `page`, else `/`."""
+        if self.url:
+            parts = urlsplit(self.url)
+            if parts.scheme or parts.netloc:
+                return parts.path or "/"
+            return self.url.split("?", 1)[0].split("#", 1)[0] or "/"
+        return self.page or "/"
+
+    @classmethod
+    def parse(cls, data: EnvState | Mapping[str, Any], *, where: str = "") -> EnvState:
+        """Validate a mapping (or pass a state through), raising episodex's `ValidationError`."""
+        return _parse(cls, data, "environment state", where)
+
+
+def element_set(env: EnvState) -> frozenset[str]:
+    """The elements of a state as a set, case and spacing normalised, blanks dropped."""
+    return frozenset(n for n in (_normalise_element(e) for e in env.elements) if n)
+
+
+class StepMemory(BaseModel):
+    """One step of an agent in an environment, pending until graded.
+
+    Fields left empty (`""`) in the optional texts are stored as absent (`None`).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: StrictStr = Field(default_factory=lambda: str(uuid.uuid4()))
+    """The stored point id (a UUID)."""
+    step_id: Id
+    """The step's id within its session; grades refer to it."""
+    user_id: Id
+    """The end user; lessons never cross users."""
+    agent_id: Id
+    """The agent; lessons never cross agents."""
+    session_id: Id
+    """The task being retried; lessons never cross sessions."""
+    run_id: Id
+    """One attempt (rep) at the task; retrieval never returns the current run."""
+    rep: Count
+    """Which attempt this was, from 1."""
+    step_num: Count
+    """The step's position in its run, from 1."""
+    env_pre: EnvState
+    """The state before the action."""
+    internal_state: StrictStr
+    """The agent's reasoning context (goal, plan, what it knows); compared by embedding."""
+    think: StrictStr | None = None
+    """The agent's chain of thought for this step."""
+    internal_state_embedding: list[StrictFloat] | None = None
+    """The embedder's vector of `internal_state`, filled when the step is stored."""
+    action: StrictStr
+    """The action taken, e.g. `click('42')`."""
+    action_element_text: StrictStr | None = None
+    """What the action's target is, e.g. `Priority dropdown`."""
+    env_post: EnvState | None = None
+    """The state after the action."""
+    outcome: Outcome = "pending"
+    """`pending` until graded, then `success` or `failure`."""
+    outcome_reason: StrictStr | None = None
+    """Why the step was right or wrong."""
+    correction: StrictStr | None = None
+    """What should have been done instead."""
+    confidence: Unit | None = None
+    """The grader's confidence in its grade, in [0, 1]."""
+    task_incomplete: StrictStr | None = None
+    """Why the whole task failed, on every step of a failed run."""
+    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    """When the step was recorded (naive times are taken as UTC)."""
+    metadata: dict[str, Any] = Field(default_factory=dict[str, Any])
+    """Any JSON object, kept verbatim."""
+
+    @field_validator("id")
+    @classmethod
+    def _uuid(cls, value: str) -> str:
+        try:
+            return str(uuid.UUID(value))
+        except ValueError:
+            raise ValueError(f"must be a UUID string, got {value!r}") from None
+
+    @field_validator("internal_state", "action")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must contain text, not only whitespace")
+        return value
+
+    @field_validator("think", "action_element_text", "outcome_reason", "correction", "task_incomplete")
+    @classmethod
+    def _optional_text(cls, value: str | None) -> str | None:
+        return _blank_to_none(value)
+
+    @field_validator("internal_state_embedding")
+    @classmethod
+    def _finite(cls, value: list[float] | None) -> list[float] | None:
+        if value is None:
+            return None
+        if not value:
+            raise ValueError("must not be empty; leave it None until the step is embedded")
+        if not all(math.isfinite(v) for v in value):
+            raise ValueError("must contain only finite numbers")
+        return value
+
+    @field_validator("created_at")
+    @classmethod
+    def _aware(cls, value: datetime) -> datetime:
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+    @field_validator("metadata")
+    @classmethod
+    def _metadata(cls, value: dict[str, Any]) -> dict[str, Any]:
+        return _json_object(value)
+
+    @property
+    def graded(self) -> bool:
+        """True once the step is a `success` or a `failure`."""
+        return self.outcome != "pending"
+
+    @property
+    def kind(self) -> LessonKind | None:
+        """`REPEAT` for a success, `AVOID` for a failure, None while pending."""
+        return {"success": "REPEAT", "failure": "AVOID"}.get(self.outcome)  # type: ignore[return-value]
+
+    def replace(self, **changes: Any) -> StepMemory:
+        """A validated copy with some fields changed."""
+        return StepMemory.parse({**self.model_dump(), **changes})
+
+    @classmethod
+    def parse(cls, data: StepMemory | Mapping[str, Any], *, where: str = "") -> StepMemory:
+        """Validate a mapping (or pass a memory through), raising episodex's `ValidationError`."""
+        return _parse(cls, data, "step memory", where)
+
+
+class StepGrade(BaseModel):
+    """A grader's verdict on one step."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    step_id: Id
+    """The graded step."""
+    correct: StrictBool
+    """Whether the step was right (a REPEAT lesson) or wrong (an AVOID lesson)."""
+    explanation: StrictStr | None = None
+    """Why; shown as "This worked:" or "This failed:"."""
+    correction: StrictStr | None = None
+    """What to do instead (wrong steps); shown as "Do this instead:"."""
+    confidence: Unit = 1.0
+    """How sure the grader is, in [0, 1]."""
+
+    @field_validator("explanation", "correction")
+    @classmethod
+    def _optional_text(cls, value: str | None) -> str | None:
+        return _blank_to_none(value)
+
+    @classmethod
+    def parse(cls, data: StepGrade | Mapping[str, Any], *, where: str = "") -> StepGrade:
+        """Validate a mapping (or pass a grade through), raising episodex's `ValidationError`."""
+        return _parse(cls, data, "step grade", where)
+
+
+class GradingResult(BaseModel):
+    """The grades of one run: one per graded step, and the verdict on the whole task."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    grades: list[StepGrade] = Field(default_factory=list[StepGrade])
+    """Per-step grades; steps left out stay pending and never become lessons."""
+    task_success: StrictBool
+    """Whether the run achieved the task."""
+    task_incomplete: StrictStr | None = None
+    """Why the task failed (only when `task_success` is false); stored on every step."""
+
+    @field_validator("task_incomplete")
+    @classmethod
+    def _optional_text(cls, value: str | None) -> str | None:
+        return _blank_to_none(value)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        seen: set[str] = set()
+        for grade in self.grades:
+            if grade.step_id in seen:
+                raise ValueError(f"step {grade.step_id!r} is graded twice")
+            seen.add(grade.step_id)
+        if self.task_success and self.task_incomplete is not None:
+            raise ValueError("task_incomplete says why a task failed; leave it empty when task_success is true")
+        return self
+
+    @classmethod
+    def parse(cls, data: GradingResult | Mapping[str, Any], *, where: str = "") -> GradingResult:
+        """Validate a mapping (or pass a result through), raising episodex's `ValidationError`."""
+        return _parse(cls, data, "grading result", where)
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievedLesson:
+    """A graded step of an earlier attempt, found again for the current state.
+
+    Attributes:
+        memory: The stored step.
+        env_score: Jaccard overlap of its page elements with the current page's, in [0, 1].
+        state_score: Cosine similarity of its internal state with the current one.
+        score: The re-ranking score, `env_weight * env_score + state_weight * state_score`.
+    """
+
+    memory: StepMemory
+    env_score: float
+    state_score: float
+    score: float
+
+    @property
+    def kind(self) -> LessonKind:
+        """`REPEAT` (the step worked) or `AVOID` (it failed)."""
+        return "REPEAT" if self.memory.outcome == "success" else "AVOID"
+
+
+@dataclass(frozen=True, slots=True)
+class ActionParts:
+    """An action string split into its verb and arguments: `fill('12', 'High')`."""
+
+    verb: str
+    args: tuple[str, ...]
+
+    @property
+    def target(self) -> str | None:
+        """The first argument (an element id for web actions)."""
+        return self.args[0] if self.args else None
+
+    @property
+    def value(self) -> str | None:
+        """The remaining arguments (a typed text, a chosen option), joined by `, `."""
+        return ", ".join(self.args[1:]) if len(self.args) > 1 else None
+
+
+_CALL = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*\((.*)\)\s*$", re.DOTALL)
+
+
+def action_parts(action: str) -> ActionParts:
+    """Split `click('42')` into verb `click` and args `('42',)`; anything else is one verb.
+
+    Arguments are read as Python literals when they are literals (never evaluated otherwise).
+    """
+    match = _CALL.match(action)
+    if match is None:
+        return ActionParts(action.strip(), ())
+    verb, inner = match.group(1), match.group(2).strip()
+    if not inner:
+        return ActionParts(verb, ())
+    try:
+        value = ast.literal_eval(f"({inner},)")
+        args = tuple(str(v) for v in value)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        args = tuple(a.strip().strip("'\"") for a in inner.split(","))
+    return ActionParts(verb, args)

@@ -1,0 +1,560 @@
+"""Memory strategies over a task-episode store, and the prompt block they recall into.
+
+A strategy decides which episodes a new task should see: the latest (`RecencyMemory`), the
+most similar (`SimilarityMemory`), both fused (`HybridMemory`), or the latest with a lesson
+the LLM drew from each at record time (`ReflectiveMemory`). Every strategy renders the same
+`<recalled_episodes>` block, within a token budget when given one, and several strategies
+render one block together with `render_memories`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import string
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from episodex._errors import ConfigurationError, ValidationError
+from episodex._llm import LLMCallable
+from episodex._task_stores import BaseMemoryStore
+from episodex._tasks import Episode, Task, render_xml, resolve_fields
+from episodex._tokens import DEFAULT_ENCODING, TokenCounter, token_counter
+
+__all__ = [
+    "REFLECTION_TEMPLATE",
+    "BaseMemory",
+    "HybridMemory",
+    "RecencyMemory",
+    "ReflectiveMemory",
+    "SimilarityMemory",
+    "render_episodes",
+    "render_memories",
+]
+
+logger = logging.getLogger("episodex")
+
+# Fields a budget may shorten; times and ids are kept whole or not at all.
+_UNTRIMMABLE = frozenset({"completed_at", "id_", "task_id"})
+
+Fields = list[tuple[str, str]]
+
+
+# -- the prompt block --------------------------------------------------------------------
+
+
+def _block(items: Sequence[Fields]) -> str:
+    lines = ["<recalled_episodes>"]
+    lines.extend(render_xml(fields, indent="  ") for fields in items)
+    lines.append("</recalled_episodes>")
+    return "\n".join(lines)
+
+
+def _budget_arg(max_tokens: object) -> int | None:
+    if max_tokens is None:
+        return None
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 0:
+        raise ValidationError(f"max_tokens must be an integer >= 0 or None, got {max_tokens!r}")
+    return max_tokens
+
+
+def _fit(items: list[Fields], max_tokens: int | None, count: TokenCounter) -> str:
+    """The block of `items` (best first) within `max_tokens`, or "" if nothing fits."""
+    if not items:
+        return ""
+    block = _block(items)
+    if max_tokens is None or count(block) <= max_tokens:
+        return block
+    kept = list(items)
+    while len(kept) > 1:
+        kept.pop()  # the lowest-ranked episode goes first, whole
+        block = _block(kept)
+        if count(block) <= max_tokens:
+            return block
+    # The best episode alone is too long: shorten its longest fields, word by word. Text is
+    # cut before it is escaped, so no element and no entity is ever cut in half.
+    fields = list(kept[0])
+    order = sorted(
+        (i for i, (name, _) in enumerate(fields) if name not in _UNTRIMMABLE),
+        key=lambda i: -len(fields[i][1]),
+    )
+    for i in order:
+        name, text = fields[i]
+        words = text.split()
+        lo, hi, best = 0, len(words) - 1, None
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            trial = list(fields)
+            trial[i] = (name, " ".join(words[:mid]) + " ..." if mid else "...")
+            candidate = _block([trial])
+            if count(candidate) <= max_tokens:
+                best, lo = candidate, mid + 1
+            else:
+                hi = mid - 1
+        if best is not None:
+            return best
+        fields[i] = (name, "...")
+    return ""
+
+
+def render_episodes(
+    episodes: Iterable[Episode],
+    *,
+    max_tokens: int | None = None,
+    include: Iterable[str] | None = None,
+    encoding: str | TokenCounter = DEFAULT_ENCODING,
+) -> str:
+    """Render episodes, best first, as one `<recalled_episodes>` block.
+
+    Stored text is escaped and element names are validated, so no episode can close or forge
+    the block. With `max_tokens`, the lowest-ranked episodes are dropped whole until the block
+    fits, then the last one's longest fields are shortened; no element is cut in half.
+
+    Args:
+        episodes: Ranked episodes; a repeated id is shown once, at its best rank.
+        max_tokens: The budget for the whole block.
+        include: The episode fields shown (None or empty: the defaults).
+        encoding: A tiktoken encoding name or a token-counting callable.
+
+    Returns:
+        The block, or `""` when there is nothing to show or nothing fits.
+    """
+    budget = _budget_arg(max_tokens)
+    seen: set[str] = set()
+    items: list[Fields] = []
+    for episode in episodes:
+        if not isinstance(episode, Episode):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValidationError(f"expected Episode objects, got {type(episode).__name__}")
+        if episode.id_ not in seen:
+            seen.add(episode.id_)
+            items.append(episode.fields(include))
+    return _fit(items, budget, token_counter(encoding))
+
+
+async def render_memories(
+    memories: Sequence[BaseMemory],
+    task: Task | str,
+    *,
+    max_tokens: int | None = None,
+    include: Iterable[str] | None = None,
+    encoding: str | TokenCounter = DEFAULT_ENCODING,
+) -> str:
+    """Recall from several memories into ONE `<recalled_episodes>` block.
+
+    The memories' rankings are interleaved (each one's best, then each one's second...), an
+    episode recalled twice is shown once, and a memory with nothing to say adds nothing:
+    when none has anything, the result is `""`, not an empty block.
+
+    Args:
+        memories: The memories, the most trusted first.
+        task: The task about to run (or its instruction).
+        max_tokens: The budget for the whole block.
+        include: The fields shown for every episode (default: each memory's own `include`).
+        encoding: A tiktoken encoding name or a token-counting callable.
+    """
+    budget = _budget_arg(max_tokens)
+    if isinstance(memories, BaseMemory) or not all(isinstance(m, BaseMemory) for m in memories):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ValidationError("render_memories takes a list of memories (BaseMemory objects)")
+    if include is not None:
+        resolve_fields(include)
+    the_task = as_task(task)
+    rankings = await asyncio.gather(*(m.retrieve(the_task) for m in memories))
+    items: list[Fields] = []
+    seen: set[str] = set()
+    for rank in range(max((len(r) for r in rankings), default=0)):
+        for memory, ranking in zip(memories, rankings, strict=True):
+            if rank < len(ranking) and ranking[rank].id_ not in seen:
+                seen.add(ranking[rank].id_)
+                items.append(ranking[rank].fields(include if include is not None else memory.include))
+    return _fit(items, budget, token_counter(encoding))
+
+
+def as_task(task: object) -> Task:
+    """A `Task`, or a new one for an instruction string."""
+    if isinstance(task, Task):
+        return task
+    if isinstance(task, str):
+        return Task(instruction=task)
+    raise ValidationError(f"task must be a Task or an instruction string, got {type(task).__name__}")
+
+
+def _episode(value: object) -> Episode:
+    if not isinstance(value, Episode):
+        raise ValidationError(f"record takes an Episode, got {type(value).__name__}")
+    return value
+
+
+def _positive(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigurationError(f"{name} must be an integer >= 1, got {value!r}")
+    return value
+
+
+def _weight(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        raise ConfigurationError(f"{name} must be a finite number >= 0, got {value!r}")
+    return float(value)
+
+
+def _store_arg(store: object) -> BaseMemoryStore:
+    if not isinstance(store, BaseMemoryStore):
+        raise ConfigurationError(
+            "store must provide write, read_recent, count, search, summary, delete and update "
+            f"(a BaseMemoryStore); got {type(store).__name__}"
+        )
+    return store
+
+
+# -- strategies --------------------------------------------------------------------------
+
+
+class BaseMemory(ABC):
+    """A memory strategy: what to record, and which episodes a new task recalls.
+
+    Subclasses implement `retrieve` (ranked episodes), `record` and `summary`; `recall`
+    renders what `retrieve` returns.
+
+    Args:
+        include: The episode fields shown when recalling (None: the defaults).
+        encoding: The tiktoken encoding (or a counting callable) for `max_tokens`.
+    """
+
+    def __init__(
+        self,
+        *,
+        include: Iterable[str] | None = None,
+        encoding: str | TokenCounter = DEFAULT_ENCODING,
+    ) -> None:
+        self.include: tuple[str, ...] | None = None
+        if include is not None:
+            resolve_fields(include)
+            self.include = tuple(include)
+        token_counter(encoding)  # an unknown encoding fails here, not at the first recall
+        self.encoding = encoding
+
+    @abstractmethod
+    async def retrieve(self, task: Task | str) -> list[Episode]:
+        """The episodes this task should see, best first."""
+
+    @abstractmethod
+    async def record(self, episode: Episode) -> Episode:
+        """Store a finished episode; returns what was stored."""
+
+    @abstractmethod
+    async def summary(self) -> str:
+        """What the memory holds and how it recalls."""
+
+    async def recall(self, task: Task | str, *, max_tokens: int | None = None) -> str:
+        """The `<recalled_episodes>` block for this task (`""` when there is nothing to show).
+
+        Args:
+            task: The task about to run (or its instruction).
+            max_tokens: The budget for the whole block.
+        """
+        budget = _budget_arg(max_tokens)
+        episodes = await self.retrieve(as_task(task))
+        return render_episodes(episodes, max_tokens=budget, include=self.include, encoding=self.encoding)
+
+
+class RecencyMemory(BaseMemory):
+    """Recalls the `n` episodes completed last, newest first.
+
+    Args:
+        store: Where episodes are kept.
+        n: How many episodes to recall.
+        include: The episode fields shown when recalling.
+        encoding: The tiktoken encoding for `max_tokens`.
+    """
+
+    def __init__(
+        self,
+        store: BaseMemoryStore,
+        n: int = 3,
+        *,
+        include: Iterable[str] | None = None,
+        encoding: str | TokenCounter = DEFAULT_ENCODING,
+    ) -> None:
+        super().__init__(include=include, encoding=encoding)
+        self.store = _store_arg(store)
+        self.n = _positive("n", n)
+
+    async def retrieve(self, task: Task | str) -> list[Episode]:
+        """The last `n` episodes, newest first (the task does not matter)."""
+        as_task(task)
+        return await self.store.read_recent(self.n)
+
+    async def record(self, episode: Episode) -> Episode:
+        """Write the episode to the store."""
+        episode = _episode(episode)
+        await self.store.write(episode)
+        return episode
+
+    async def summary(self) -> str:
+        """The store's summary, under what this memory recalls."""
+        return f"RecencyMemory (recalls the last {self.n}):\n{await self.store.summary()}"
+
+
+class SimilarityMemory(BaseMemory):
+    """Recalls the `k` episodes most relevant to the new task's instruction.
+
+    Args:
+        store: Where episodes are kept.
+        k: How many episodes to recall.
+        search_kwargs: Passed to `store.search` (e.g. `filter`, `score_threshold`).
+        include: The episode fields shown when recalling.
+        encoding: The tiktoken encoding for `max_tokens`.
+    """
+
+    def __init__(
+        self,
+        store: BaseMemoryStore,
+        k: int = 3,
+        search_kwargs: Mapping[str, Any] | None = None,
+        *,
+        include: Iterable[str] | None = None,
+        encoding: str | TokenCounter = DEFAULT_ENCODING,
+    ) -> None:
+        super().__init__(include=include, encoding=encoding)
+        self.store = _store_arg(store)
+        self.k = _positive("k", k)
+        if search_kwargs is not None and not isinstance(search_kwargs, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigurationError(f"search_kwargs must be a mapping, got {type(search_kwargs).__name__}")
+        self.search_kwargs: dict[str, Any] = dict(search_kwargs or {})
+
+    async def retrieve(self, task: Task | str) -> list[Episode]:
+        """The `k` episodes the store ranks best for the task's instruction."""
+        return await self.store.search(as_task(task).instruction, self.k, **self.search_kwargs)
+
+    async def record(self, episode: Episode) -> Episode:
+        """Write the episode to the store."""
+        episode = _episode(episode)
+        await self.store.write(episode)
+        return episode
+
+    async def summary(self) -> str:
+        """The store's summary, under what this memory recalls."""
+        return f"SimilarityMemory (recalls the {self.k} most similar):\n{await self.store.summary()}"
+
+
+class HybridMemory(BaseMemory):
+    """Recalls the latest and the most similar episodes, fused by weighted Reciprocal Rank Fusion.
+
+    An episode in both lists is shown once, ranked by the sum of its two fused scores.
+
+    Args:
+        store: Where episodes are kept.
+        n: How many recent episodes to consider.
+        k: How many similar episodes to consider.
+        search_kwargs: Passed to `store.search`.
+        limit: The most episodes recalled (default: all of them, at most `n + k`).
+        recency_weight: The weight of the recency ranking.
+        similarity_weight: The weight of the similarity ranking.
+        rrf_k: The RRF constant: higher flattens the difference between ranks.
+        include: The episode fields shown when recalling.
+        encoding: The tiktoken encoding for `max_tokens`.
+    """
+
+    def __init__(
+        self,
+        store: BaseMemoryStore,
+        *,
+        n: int = 3,
+        k: int = 3,
+        search_kwargs: Mapping[str, Any] | None = None,
+        limit: int | None = None,
+        recency_weight: float = 1.0,
+        similarity_weight: float = 1.0,
+        rrf_k: int = 60,
+        include: Iterable[str] | None = None,
+        encoding: str | TokenCounter = DEFAULT_ENCODING,
+    ) -> None:
+        super().__init__(include=include, encoding=encoding)
+        self.recency = RecencyMemory(store, n)
+        self.similarity = SimilarityMemory(store, k, search_kwargs)
+        self.store = self.recency.store
+        self.limit = None if limit is None else _positive("limit", limit)
+        self.weights = (_weight("recency_weight", recency_weight), _weight("similarity_weight", similarity_weight))
+        if not any(self.weights):
+            raise ConfigurationError("recency_weight and similarity_weight are both 0: give one a weight > 0")
+        self.rrf_k = _positive("rrf_k", rrf_k)
+
+    async def retrieve(self, task: Task | str) -> list[Episode]:
+        """Recent and similar episodes, fused, best first."""
+        the_task = as_task(task)
+        recent, similar = await asyncio.gather(
+            self.recency.retrieve(the_task), self.similarity.retrieve(the_task)
+        )
+        scores: dict[str, float] = {}
+        firsts: dict[str, tuple[int, int]] = {}
+        episodes: dict[str, Episode] = {}
+        for stream, (ranking, weight) in enumerate(((similar, self.weights[1]), (recent, self.weights[0]))):
+            for rank, episode in enumerate(ranking, start=1):
+                if weight <= 0:
+                    continue
+                scores[episode.id_] = scores.get(episode.id_, 0.0) + weight / (self.rrf_k + rank)
+                firsts.setdefault(episode.id_, (rank, stream))
+                episodes.setdefault(episode.id_, episode)
+        # Ties (same fused score): the better single rank first, similarity before recency.
+        ordered = sorted(scores, key=lambda i: (-scores[i], firsts[i]))
+        if self.limit is not None:
+            ordered = ordered[: self.limit]
+        return [episodes[i] for i in ordered]
+
+    async def record(self, episode: Episode) -> Episode:
+        """Write the episode to the store."""
+        episode = _episode(episode)
+        await self.store.write(episode)
+        return episode
+
+    async def summary(self) -> str:
+        """The store's summary, under what this memory recalls."""
+        return (
+            f"HybridMemory (fuses the last {self.recency.n} and the {self.similarity.k} most "
+            f"similar):\n{await self.store.summary()}"
+        )
+
+
+REFLECTION_TEMPLATE = """\
+You just finished the task below.
+
+Task: {instruction}
+Result: {result}
+Error: {error}
+
+In one sentence, state the lesson from this attempt that would help with similar tasks."""
+
+_TEMPLATE_FIELDS = frozenset({"instruction", "result", "error", "rollout"})
+
+
+class ReflectiveMemory(BaseMemory):
+    """Asks an LLM for a one-sentence lesson as each episode is recorded (Reflexion).
+
+    The lesson is stored as `additional_data["reflection"]` on a copy of the episode, so the
+    caller's episode is never changed, and shows up in every recall. When the LLM call fails
+    (raises, times out, or answers with no text), the episode is recorded without a lesson:
+    the failure is logged on the `episodex` logger and counted in `reflection_failures`.
+
+    ```python
+    async def llm(prompt: str) -> str:        # any async str -> str; adapters wrap
+        return "Check the units first."     # LangChain and LlamaIndex models
+
+    memory = ReflectiveMemory(store, llm, n=3)
+    stored = await memory.record(episode)     # stored.additional_data["reflection"]
+    block = await memory.recall("Convert 5 miles to km", max_tokens=400)
+    ```
+
+    Args:
+        store: Where episodes are kept.
+        llm: An async callable from prompt to text.
+        n: How many recent episodes to recall (unless `recall_with` is given).
+        template: The reflection prompt; it may use `{instruction}`, `{result}`, `{error}`
+            and `{rollout}`, and must use `{instruction}`.
+        timeout: Seconds to wait for the LLM before recording without a lesson.
+        max_reflection_chars: The longest lesson kept (a longer answer is shortened).
+        recall_with: Another memory over the same store to recall with (e.g. a
+            `HybridMemory`) instead of the last `n`.
+        include: The episode fields shown when recalling.
+        encoding: The tiktoken encoding for `max_tokens`.
+    """
+
+    def __init__(
+        self,
+        store: BaseMemoryStore,
+        llm: LLMCallable,
+        n: int = 3,
+        *,
+        template: str = REFLECTION_TEMPLATE,
+        timeout: float | None = None,
+        max_reflection_chars: int = 1000,
+        recall_with: BaseMemory | None = None,
+        include: Iterable[str] | None = None,
+        encoding: str | TokenCounter = DEFAULT_ENCODING,
+    ) -> None:
+        super().__init__(include=include, encoding=encoding)
+        self.store = _store_arg(store)
+        if not callable(llm):
+            raise ConfigurationError(f"llm must be an async callable str -> str, got {type(llm).__name__}")
+        self.llm = llm
+        self.n = _positive("n", n)
+        self.template = _template_arg(template)
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0  # pyright: ignore[reportUnnecessaryIsInstance]
+        ):
+            raise ConfigurationError(f"timeout must be a number of seconds > 0 or None, got {timeout!r}")
+        self.timeout = timeout
+        self.max_reflection_chars = _positive("max_reflection_chars", max_reflection_chars)
+        if recall_with is not None and not isinstance(recall_with, BaseMemory):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigurationError(f"recall_with must be a memory, got {type(recall_with).__name__}")
+        self.recall_with = recall_with
+        self.reflection_failures = 0
+        """How many episodes were recorded without a lesson because the LLM call failed."""
+        self.last_reflection_error: BaseException | None = None
+        """The most recent LLM failure, if any."""
+
+    async def reflect(self, episode: Episode) -> str:
+        """Ask the LLM for the lesson of one episode; raises what the LLM call raises."""
+        prompt = self.template.format(
+            instruction=episode.task.instruction,
+            result=episode.result.content if episode.result is not None else "(no result)",
+            error=episode.error or "(none)",
+            rollout=episode.rollout,
+        )
+        answer = await asyncio.wait_for(self.llm(prompt), self.timeout)
+        if not isinstance(answer, str) or not answer.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValueError(f"the LLM answered {answer!r}, not a sentence")
+        lesson = " ".join(answer.split())
+        if len(lesson) > self.max_reflection_chars:
+            lesson = lesson[: self.max_reflection_chars - 3].rstrip() + "..."
+        return lesson
+
+    async def record(self, episode: Episode) -> Episode:
+        """Reflect on the episode, then write a copy carrying the lesson; returns that copy."""
+        episode = _episode(episode)
+        try:
+            lesson = await self.reflect(episode)
+        except Exception as exc:  # any LLM failure: keep the episode, report the failure
+            self.reflection_failures += 1
+            self.last_reflection_error = exc
+            logger.warning(
+                "episodex: reflection failed for task %r (%s: %s); recording the episode "
+                "without a lesson (%d failure(s) so far)",
+                episode.task.id_, type(exc).__name__, exc, self.reflection_failures,
+            )
+            stored = episode
+        else:
+            stored = episode.replace(additional_data={**(episode.additional_data or {}), "reflection": lesson})
+        await self.store.write(stored)
+        return stored
+
+    async def retrieve(self, task: Task | str) -> list[Episode]:
+        """The last `n` episodes with their lessons (or what `recall_with` retrieves)."""
+        if self.recall_with is not None:
+            return await self.recall_with.retrieve(as_task(task))
+        as_task(task)
+        return await self.store.read_recent(self.n)
+
+    async def summary(self) -> str:
+        """The store's summary, under how this memory recalls and how reflection went."""
+        how = f"recalls with {type(self.recall_with).__name__}" if self.recall_with else f"recalls the last {self.n}"
+        return (
+            f"ReflectiveMemory ({how}; {self.reflection_failures} reflection failure(s)):\n"
+            f"{await self.store.summary()}"
+        )
+
+
+def _template_arg(template: object) -> str:
+    if not isinstance(template, str):
+        raise ConfigurationError(f"template must be a string, got {type(template).__name__}")
+    try:
+        names = {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+    except ValueError as exc:
+        raise ConfigurationError(f"template is not a valid format string: {exc}") from None
+    unknown = names - _TEMPLATE_FIELDS
+    if unknown or "instruction" not in names:
+        raise ConfigurationError(
+            f"template must use {{instruction}} and may use {{result}}, {{error}}, {{rollout}}; "
+            f"it uses {sorted(names)}"
+        )
+    return template

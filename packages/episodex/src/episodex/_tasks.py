@@ -1,0 +1,327 @@
+"""Task episodes: a task, what the agent did, how it ended, and how that reads in a prompt.
+
+`Episode.format` renders an episode as XML for a prompt or as plain lines for embedding. The
+XML form escapes every stored text and only emits element names it has validated, so a result
+that contains `</episode></recalled_episodes>` (or "ignore previous instructions") stays text
+inside its element and can never close or forge the block around it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal, Self
+from xml.sax.saxutils import escape
+
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator, model_validator
+from pydantic import ValidationError as PydanticValidationError
+
+from episodex._errors import ValidationError
+
+__all__ = [
+    "DEFAULT_FIELDS",
+    "EPISODE_FIELDS",
+    "Episode",
+    "EpisodeField",
+    "FormatMode",
+    "Task",
+    "TaskResult",
+    "check_element_name",
+]
+
+Id = Annotated[StrictStr, Field(min_length=1, max_length=512)]
+
+FormatMode = Literal["xml", "concat"]
+
+EpisodeField = Literal[
+    "id_", "task_id", "instruction", "rollout", "result", "additional_data", "error", "metadata",
+    "completed_at",
+]
+
+#: Every field `Episode.format` can show, in the order it shows them.
+EPISODE_FIELDS: tuple[EpisodeField, ...] = (
+    "id_", "task_id", "instruction", "rollout", "result", "additional_data", "error", "metadata",
+    "completed_at",
+)
+#: What `Episode.format` shows unless told otherwise; the rollout is long, so it is left out.
+DEFAULT_FIELDS: tuple[EpisodeField, ...] = ("instruction", "result", "additional_data", "completed_at")
+
+TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
+
+# An XML name, ASCII only: a letter or underscore, then letters, digits, `_`, `-` or `.`.
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
+# Names the block itself uses: an additional_data key must not be able to impersonate them.
+_RESERVED = frozenset({*EPISODE_FIELDS, "id", "task", "episode", "recalled_episodes"})
+
+
+def check_element_name(name: object) -> str:
+    """Return `name` if it can be an XML element of an episode, else raise `ValidationError`.
+
+    Allowed: 1-64 ASCII letters, digits, `_`, `-`, `.`, starting with a letter or `_`, not
+    starting with `xml` and not one of the names the episode block uses itself.
+    """
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise ValidationError(
+            f"additional_data key {name!r} is not a valid XML element name: use 1-64 ASCII "
+            "letters, digits, '_', '-' or '.', starting with a letter or '_'"
+        )
+    if name.lower().startswith("xml"):
+        raise ValidationError(f"additional_data key {name!r} starts with 'xml', which XML reserves")
+    if name in _RESERVED:
+        raise ValidationError(
+            f"additional_data key {name!r} is a name the episode block uses itself; "
+            f"choose another key (reserved: {', '.join(sorted(_RESERVED))})"
+        )
+    return name
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _describe(exc: PydanticValidationError, what: str) -> str:
+    parts: list[str] = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or what
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "missing":
+            parts.append(f"{loc} is required")
+        elif err["type"] == "extra_forbidden":
+            parts.append(f"{loc} is not a field of {what}")
+        else:
+            shown = repr(err.get("input"))
+            if len(shown) > 60:
+                shown = shown[:57] + "..."
+            parts.append(f"{loc}: {msg} (got {shown})")
+    return f"invalid {what}: " + "; ".join(parts)
+
+
+class _Model(BaseModel):
+    """Frozen, strict about extra fields, and raising episodex's `ValidationError`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    def __init__(self, /, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except PydanticValidationError as exc:
+            raise ValidationError(_describe(exc, type(self).__name__)) from None
+
+    @classmethod
+    def parse(cls, data: Self | Mapping[str, Any]) -> Self:
+        """Validate a mapping (or pass an instance through), raising episodex's `ValidationError`."""
+        if isinstance(data, cls):
+            return data
+        if not isinstance(data, Mapping):
+            raise ValidationError(f"expected a {cls.__name__} or a mapping of its fields, got {type(data).__name__}")
+        try:
+            return cls.model_validate(dict(data))
+        except PydanticValidationError as exc:
+            raise ValidationError(_describe(exc, cls.__name__)) from None
+
+    def replace(self, **changes: Any) -> Self:
+        """A validated copy with some fields changed (the model itself is frozen)."""
+        return type(self).parse({**self.model_dump(), **changes})
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must contain text, not only whitespace")
+    return value
+
+
+class Task(_Model):
+    """Something an agent was asked to do. Prints as its instruction."""
+
+    id_: Id = Field(default_factory=lambda: str(uuid.uuid4()))
+    """The task's id; a store keeps one episode per task id (writing it again replaces it)."""
+    instruction: StrictStr
+    """What the agent was asked to do."""
+
+    @field_validator("instruction")
+    @classmethod
+    def _has_text(cls, value: str) -> str:
+        return _not_blank(value)
+
+    def __str__(self) -> str:
+        return self.instruction
+
+
+class TaskResult(_Model):
+    """What an agent answered for a task. Prints as its content."""
+
+    task_id: Id
+    """The id of the task this answers."""
+    content: StrictStr
+    """The answer."""
+
+    def __str__(self) -> str:
+        return self.content
+
+
+class Episode(_Model):
+    """One attempt at a task: the task, the agent's rollout, and how it ended.
+
+    Episodes are frozen: `replace(...)` returns a validated copy with changes.
+
+    ```python
+    from episodex import Episode, Task, TaskResult
+
+    task = Task(instruction="Convert 3 miles to km")
+    episode = Episode(task=task, rollout="thought: 1 mile = 1.609 km",
+                      result=TaskResult(task_id=task.id_, content="4.83 km"))
+    print(episode.format())                    # XML: instruction, result, completed_at
+    print(episode.format(mode="concat", include=["instruction", "result"]))
+    ```
+    """
+
+    id_: Id = Field(default_factory=lambda: str(uuid.uuid4()))
+    """The episode's id (`delete` and `update` use it)."""
+    task: Task
+    """The task attempted."""
+    rollout: StrictStr = ""
+    """The agent's full trajectory: thoughts, tool calls, observations."""
+    result: TaskResult | None = None
+    """The final answer, or None when the attempt failed."""
+    additional_data: dict[str, StrictStr] | None = None
+    """Extra text shown in the prompt, one XML element per key (e.g. `reflection`)."""
+    error: StrictStr | None = None
+    """What went wrong, when the attempt failed (an exception becomes `Type: message`)."""
+    metadata: dict[str, Any] = Field(default_factory=dict[str, Any])
+    """Any JSON object: filterable in store searches, shown only when asked for."""
+    completed_at: datetime = Field(default_factory=_now)
+    """When the attempt ended (naive times are taken as UTC)."""
+
+    @field_validator("error", mode="before")
+    @classmethod
+    def _exception_text(cls, value: Any) -> Any:
+        if isinstance(value, BaseException):
+            return f"{type(value).__name__}: {value}"
+        return value
+
+    @field_validator("additional_data")
+    @classmethod
+    def _element_names(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        if value is not None:
+            for key in value:
+                try:
+                    check_element_name(key)
+                except ValidationError as exc:
+                    raise ValueError(str(exc)) from None
+        return value
+
+    @field_validator("metadata")
+    @classmethod
+    def _json(cls, value: dict[str, Any]) -> dict[str, Any]:
+        try:
+            text = json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"must be a JSON object (str keys, JSON values, no NaN): {exc}") from exc
+        return json.loads(text)
+
+    @field_validator("completed_at")
+    @classmethod
+    def _utc(cls, value: datetime) -> datetime:
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+    @model_validator(mode="after")
+    def _result_matches_task(self) -> Self:
+        if self.result is not None and self.result.task_id != self.task.id_:
+            raise ValueError(
+                f"result.task_id {self.result.task_id!r} is not the task's id {self.task.id_!r}"
+            )
+        return self
+
+    # -- rendering -----------------------------------------------------------------------
+
+    def fields(self, include: Iterable[str] | None = None) -> list[tuple[str, str]]:
+        """The `(element name, text)` pairs `format` renders, in order, empty ones left out.
+
+        Args:
+            include: Field names from `EPISODE_FIELDS`; None or empty means `DEFAULT_FIELDS`.
+                `additional_data` expands to one pair per key.
+        """
+        chosen = resolve_fields(include)
+        pairs: list[tuple[str, str]] = []
+        for name in EPISODE_FIELDS:
+            if name not in chosen:
+                continue
+            if name == "additional_data":
+                for key, text in (self.additional_data or {}).items():
+                    # Checked again here: the dict itself can still be changed in place.
+                    pairs.append((check_element_name(key), text))
+                continue
+            text = self._field_text(name)
+            if text:
+                pairs.append((name, text))
+        return pairs
+
+    def _field_text(self, name: str) -> str:
+        if name == "id_":
+            return self.id_
+        if name == "task_id":
+            return self.task.id_
+        if name == "instruction":
+            return self.task.instruction
+        if name == "rollout":
+            return self.rollout
+        if name == "result":
+            return self.result.content if self.result is not None else ""
+        if name == "error":
+            return self.error or ""
+        if name == "metadata":
+            return json.dumps(self.metadata, ensure_ascii=False, sort_keys=True) if self.metadata else ""
+        return self.completed_at.strftime(TIME_FORMAT)
+
+    def format(self, mode: FormatMode = "xml", include: Iterable[str] | None = None) -> str:
+        """Render the episode for a prompt (`xml`) or for embedding (`concat`).
+
+        Args:
+            mode: `xml` gives an `<episode>` element with one child element per field, text
+                escaped; `concat` gives `name: text` lines, unescaped.
+            include: Field names from `EPISODE_FIELDS`, shown in their fixed order; None or
+                an empty list means `DEFAULT_FIELDS` (instruction, result, additional_data,
+                completed_at).
+        """
+        if mode == "xml":
+            return render_xml(self.fields(include))
+        if mode == "concat":
+            return "\n".join(f"{name}: {text}" for name, text in self.fields(include))
+        raise ValidationError(f"mode must be 'xml' or 'concat', got {mode!r}")
+
+    def __str__(self) -> str:
+        return self.format()
+
+    # -- storage -------------------------------------------------------------------------
+
+    def to_record(self) -> dict[str, Any]:
+        """The episode as a JSON object (times as ISO 8601); `Episode.parse` reads it back."""
+        return self.model_dump(mode="json")
+
+
+def resolve_fields(include: Iterable[str] | None) -> frozenset[str]:
+    """Validate an `include` list; None or empty means the default fields."""
+    if include is None:
+        return frozenset(DEFAULT_FIELDS)
+    if isinstance(include, str):
+        raise ValidationError(f"include must be a list of field names, not the string {include!r}")
+    names = list(include)
+    if not names:
+        return frozenset(DEFAULT_FIELDS)
+    unknown = [n for n in names if n not in EPISODE_FIELDS]
+    if unknown:
+        raise ValidationError(
+            f"unknown episode field(s) {unknown!r} in include; choose from {list(EPISODE_FIELDS)}"
+        )
+    return frozenset(names)
+
+
+def render_xml(pairs: Iterable[tuple[str, str]], *, indent: str = "") -> str:
+    """An `<episode>` element from validated `(name, text)` pairs; every text is escaped."""
+    lines = [f"{indent}<episode>"]
+    lines.extend(f"{indent}  <{name}>{escape(text)}</{name}>" for name, text in pairs)
+    lines.append(f"{indent}</episode>")
+    return "\n".join(lines)

@@ -1,0 +1,113 @@
+"""Find the fenced Python blocks of a docstring or a Markdown file, and run them.
+
+Shared by `test_docstring_examples.py` and `test_readme.py`; the conventions are described in
+`test_docstring_examples.py`'s module docstring.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import inspect
+import io
+import linecache
+import re
+import textwrap
+from dataclasses import dataclass
+from typing import Any
+
+NO_RUN = "docs: no-run"
+_OPEN = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^`\s]*)[^`]*$")
+_EXPECT = re.compile(r"#\s*->\s*(?P<text>.+?)\s*$")
+_CLOSERS = ("episodex", "langchain_episodex", "llama_index.memory.episodex")
+
+
+@dataclass(frozen=True)
+class Block:
+    """One fenced code block."""
+
+    language: str
+    code: str
+    line: int  # 1-based line of the first code line in its text
+    no_run_reason: str | None  # set when the block is marked `docs: no-run`
+
+    @property
+    def expected_output(self) -> list[str]:
+        """Texts announced with `# -> text`: the block's output must contain each."""
+        found = []
+        for line in self.code.splitlines():
+            match = _EXPECT.search(line)
+            if match and "#" in line[: match.start() + 1]:
+                found.append(match.group("text"))
+        return found
+
+
+def _no_run_reason(code: str, before: str) -> str | None:
+    for text in (before, *code.splitlines()[:1]):
+        stripped = text.strip().removeprefix("<!--").removesuffix("-->").strip().removeprefix("#").strip()
+        if stripped.startswith(NO_RUN):
+            return stripped[len(NO_RUN) :].strip(" :-()") or ""
+    return None
+
+
+def fenced_blocks(text: str) -> list[Block]:
+    """Every fenced block of a Markdown text or docstring, in order."""
+    lines = text.splitlines()
+    blocks: list[Block] = []
+    i = 0
+    while i < len(lines):
+        opened = _OPEN.match(lines[i])
+        if opened is None:
+            i += 1
+            continue
+        fence = opened.group("fence")
+        end = i + 1
+        while end < len(lines) and lines[end].strip() != fence:
+            end += 1
+        body = textwrap.dedent("\n".join(lines[i + 1 : end])) + "\n"
+        before = next((lines[j] for j in range(i - 1, -1, -1) if lines[j].strip()), "")
+        blocks.append(Block(opened.group("info").lower(), body, i + 2, _no_run_reason(body, before)))
+        i = end + 1
+    return blocks
+
+
+def python_blocks(text: str) -> list[Block]:
+    """The fenced blocks tagged `python` (or `py`)."""
+    return [b for b in fenced_blocks(text) if b.language in ("python", "py")]
+
+
+def compile_block(block: Block, filename: str, *, first_line: int | None = None) -> Any:
+    """Compile a block with top-level `await` allowed; tracebacks show its source."""
+    pad = "\n" * ((first_line if first_line is not None else block.line) - 1)
+    source = pad + block.code
+    if filename.startswith("<"):
+        linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
+    return compile(source, filename, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+
+
+async def run_block(block: Block, namespace: dict[str, Any], filename: str, *, first_line: int | None = None) -> str:
+    """Run a block in `namespace` (awaiting it if it awaits); returns what it printed."""
+    code = compile_block(block, filename, first_line=first_line)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        result = eval(code, namespace)
+        if inspect.iscoroutine(result):
+            await result
+    printed = out.getvalue()
+    for text in block.expected_output:
+        assert text in printed, f"{filename} line {block.line}: expected output {text!r}, got:\n{printed}"
+    return printed
+
+
+async def close_leftovers(namespace: dict[str, Any]) -> None:
+    """Close the episodex objects a block left open, so their store folders are released."""
+    for value in list(namespace.values()):
+        module = type(value).__module__
+        if not module.startswith(_CLOSERS) or isinstance(value, type):
+            continue
+        aclose = getattr(value, "aclose", None)
+        close = getattr(value, "close", None)
+        if callable(aclose):
+            await aclose()
+        elif callable(close):
+            close()

@@ -1,0 +1,43 @@
+"""A fake chat model that remembers what it was sent (the only fake in these tests)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import FakeMessagesListChatModel, LanguageModelInput
+from langchain_core.messages import BaseMessage
+from langchain_core.outputs import ChatResult
+from langchain_core.runnables import Runnable
+from langchain_core.tools import BaseTool
+
+
+class RecordingChatModel(FakeMessagesListChatModel):
+    """Answers from `responses` in turn and keeps every message list it received."""
+
+    received: list[list[BaseMessage]] = []
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        self.received.append(list(messages))
+        return super()._generate(messages, stop, run_manager, **kwargs)
+
+    def bind_tools(
+        self,
+        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
+        *,
+        tool_choice: str | None = None,
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, BaseMessage]:
+        # create_agent binds its tools; the scripted answers already name the tool calls.
+        return self
+
+    def prompt_text(self, call: int = -1) -> str:
+        """Everything the model was sent in one call, as one string."""
+        return "\n".join(str(m.text) for m in self.received[call])

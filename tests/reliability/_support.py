@@ -1,0 +1,115 @@
+"""Shared pieces of the reliability tests: a fake embedder, store snapshots, backends."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import re
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from episodex import EpisodicMemory
+from episodex._plan import Filter
+
+QDRANT_URL = os.environ.get("QDRANT_URL")
+COLLECTION = "episodes"
+
+
+class HashEmbedder:
+    """A deterministic bag-of-words embedder: exact, cheap vectors for property tests.
+
+    Every word is hashed to one dimension; one extra dimension is always set so that no
+    vector is ever zero (cosine of a zero vector is undefined).
+    """
+
+    __test__ = False
+
+    def __init__(self, *, dimension: int = 64, model_id: str = "test/hash-bag-of-words") -> None:
+        self._dim = dimension
+        self._id = model_id
+
+    @property
+    def model_id(self) -> str:
+        return self._id
+
+    @property
+    def dimension(self) -> int:
+        return self._dim
+
+    def _one(self, text: str) -> npt.NDArray[np.float32]:
+        vec = np.zeros(self._dim, dtype=np.float32)
+        vec[0] = 0.5
+        for word in re.findall(r"\w+", text.lower()):
+            digest = hashlib.blake2b(word.encode(), digest_size=4).digest()
+            vec[1 + int.from_bytes(digest, "little") % (self._dim - 1)] += 1.0
+        return vec / np.linalg.norm(vec)
+
+    def embed_documents(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        if not texts:
+            return np.zeros((0, self._dim), dtype=np.float32)
+        return np.stack([self._one(t) for t in texts])
+
+    def embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        return self._one(text)
+
+
+def server_prefix() -> str:
+    """A collection prefix no other test run uses, for tests against a live server."""
+    return f"episodex_rel_{uuid.uuid4().hex[:12]}_"
+
+
+def drop_server_collections(memory: EpisodicMemory) -> None:
+    """Delete every collection this (server) memory created."""
+    client = memory.engine.client  # type: ignore[attr-defined]
+    prefix = memory.engine._prefix  # type: ignore[attr-defined]
+    for c in client.get_collections().collections:
+        if c.name.startswith(prefix):
+            client.delete_collection(c.name)
+
+
+@contextmanager
+def open_memory(backend: str, tmp_path: Any, **kwargs: Any) -> Iterator[EpisodicMemory]:
+    """A fresh, empty memory on `backend` (edge, memory or server), closed afterwards."""
+    if backend == "edge":
+        mem = EpisodicMemory(tmp_path / f"store-{uuid.uuid4().hex[:8]}", **kwargs)
+    elif backend == "memory":
+        mem = EpisodicMemory(location=":memory:", **kwargs)
+    else:
+        assert QDRANT_URL, "server backend without QDRANT_URL"
+        mem = EpisodicMemory(url=QDRANT_URL, collection_prefix=server_prefix(), **kwargs)
+    try:
+        yield mem
+    finally:
+        if backend == "server":
+            drop_server_collections(mem)
+        mem.close()
+
+
+def total_points(memory: EpisodicMemory) -> int:
+    """Every episode in the store, across all users and agents."""
+    return memory.engine.count(COLLECTION, Filter())
+
+
+def snapshot(memory: EpisodicMemory) -> list[dict[str, Any]]:
+    """Every stored episode (all tenants) as export records, sorted by id: compare before/after."""
+    out: list[dict[str, Any]] = []
+    offset: str | None = None
+    while True:
+        hits, offset = memory.engine.scroll(COLLECTION, Filter(), limit=256, offset=offset)
+        for h in hits:
+            out.append({"id": h.id, **h.payload})
+        if offset is None:
+            break
+    return sorted(out, key=lambda r: r["id"])
+
+
+def parse_export(text: str) -> list[dict[str, Any]]:
+    """The records of a JSONL export."""
+    return [json.loads(line) for line in io.StringIO(text) if line.strip()]

@@ -1,0 +1,363 @@
+"""Isolation: no operation ever reads, counts, exports, overwrites or deletes another tenant's data.
+
+A hypothesis state machine drives random operations for many users and agents (with ids that
+differ only by case, a trailing space or an accent) and checks every answer against a plain
+dictionary model. The same machine runs on every backend.
+"""
+
+from __future__ import annotations
+
+import io
+import shutil
+import tempfile
+from collections import Counter
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+
+from episodex import (
+    EpisodicMemory,
+    ImportFileError,
+    NotFoundError,
+    SyncEpisodicMemory,
+    ValidationError,
+    default_embedder,
+)
+
+from ._support import (
+    QDRANT_URL,
+    HashEmbedder,
+    drop_server_collections,
+    parse_export,
+    server_prefix,
+    total_points,
+)
+
+# Ids that a careless filter (prefix, case-folding, trimming, normalising) would confuse.
+USERS = ("alice", "Alice", "alice ", "ålice", "bob", "u/1")
+AGENTS = ("support", "Support", "sales")
+TENANTS = [(u, a) for u in USERS for a in AGENTS]
+CONVS = ("c1", "c2", "c1 ")
+WORDS = ("refund", "invoice", "password", "shipping", "printer", "upgrade", "delay", "coupon")
+FLOWS = ("billing", "login", "returns")
+BASE = datetime(2024, 1, 1, tzinfo=UTC)
+BIG = 1000  # limits above any tenant's size: recall must then return the tenant's whole set
+
+BACKENDS: list[Any] = ["edge", "memory"]
+if QDRANT_URL:
+    BACKENDS.append(pytest.param("server", marks=[pytest.mark.server, pytest.mark.enable_socket]))
+
+tenants = st.sampled_from(TENANTS)
+convs = st.sampled_from(CONVS)
+texts = st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map(" ".join)
+
+
+@dataclass
+class Episode:
+    user: str
+    agent: str
+    conv: str
+    short: str
+    long: str
+    end: datetime
+    flows: list[str]
+
+
+def _open(backend: str, folder: Path, embedder: Any) -> EpisodicMemory:
+    if backend == "edge":
+        return EpisodicMemory(folder / "store", embedder=embedder)
+    if backend == "memory":
+        return EpisodicMemory(location=":memory:", embedder=embedder)
+    return EpisodicMemory(url=QDRANT_URL, collection_prefix=server_prefix(), embedder=embedder)
+
+
+class IsolationMachine(RuleBasedStateMachine):
+    """Random operations across 18 tenants, each answer compared with a dictionary model."""
+
+    backend: ClassVar[str] = "memory"
+    embedder: ClassVar[Any] = HashEmbedder()
+    operations: ClassVar[int] = 0  # rules run, over every example of this class
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.folder = Path(tempfile.mkdtemp(prefix="episodex-isolation-"))
+        self.raw = _open(self.backend, self.folder, self.embedder)
+        self.mem = SyncEpisodicMemory(memory=self.raw)
+        self.model: dict[str, Episode] = {}
+        self.clock = 0
+
+    def teardown(self) -> None:
+        if self.backend == "server":
+            drop_server_collections(self.raw)
+        self.mem.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def _owned(self, tenant: tuple[str, str], conv: str | None = None) -> dict[str, Episode]:
+        return {
+            pid: ep
+            for pid, ep in self.model.items()
+            if (ep.user, ep.agent) == tenant and (conv is None or ep.conv == conv)
+        }
+
+    def _record(self, tenant: tuple[str, str], conv: str, text: str, flows: list[str]) -> dict[str, Any]:
+        self.clock += 1
+        end = BASE + timedelta(minutes=self.clock)
+        return {
+            "short_summary": text,
+            "long_summary": f"{text} and then {text}",
+            "user_id": tenant[0],
+            "agent_id": tenant[1],
+            "conversation_id": conv,
+            "flows_activated": flows,
+            "timestamp_begin": end - timedelta(seconds=30),
+            "timestamp_end": end,
+        }
+
+    def _remember(self, pid: str, rec: dict[str, Any]) -> None:
+        self.model[pid] = Episode(
+            rec["user_id"], rec["agent_id"], rec["conversation_id"], rec["short_summary"],
+            rec["long_summary"], rec["timestamp_end"], list(rec["flows_activated"]),
+        )
+
+    def _check_item(self, item: dict[str, Any], tenant: tuple[str, str]) -> None:
+        assert (item["user_id"], item["agent_id"]) == tenant, f"leaked {item['point_id']} to {tenant}"
+        ep = self.model[item["point_id"]]
+        assert (ep.user, ep.agent, ep.conv) == (item["user_id"], item["agent_id"], item["conversation_id"])
+        assert item["short_summary_text"] == ep.short
+
+    def _count_op(self) -> None:
+        type(self).operations += 1
+
+    # -- writes ---------------------------------------------------------------------------
+
+    @initialize(seed=st.lists(st.tuples(tenants, convs, texts), min_size=3, max_size=8))
+    def seed_store(self, seed: list[tuple[tuple[str, str], str, str]]) -> None:
+        records = [self._record(t, c, x, []) for t, c, x in seed]
+        ids = self.mem.memorize_many(records)
+        for pid, rec in zip(ids, records, strict=True):
+            self._remember(pid, rec)
+        self._count_op()
+
+    @rule(tenant=tenants, conv=convs, text=texts, flows=st.lists(st.sampled_from(FLOWS), max_size=2))
+    def memorize(self, tenant: tuple[str, str], conv: str, text: str, flows: list[str]) -> None:
+        rec = self._record(tenant, conv, text, flows)
+        pid = self.mem.memorize(**rec)
+        assert pid not in self.model
+        self._remember(pid, rec)
+        self._count_op()
+
+    @rule(batch=st.lists(st.tuples(tenants, convs, texts), min_size=1, max_size=4))
+    def memorize_many_mixed_tenants(self, batch: list[tuple[tuple[str, str], str, str]]) -> None:
+        records = [self._record(t, c, x, ["billing"]) for t, c, x in batch]
+        ids = self.mem.memorize_many(records)
+        for pid, rec in zip(ids, records, strict=True):
+            self._remember(pid, rec)
+        self._count_op()
+
+    @precondition(lambda self: self.model)
+    @rule(data=st.data(), thief=tenants, text=texts)
+    def memorize_over_an_existing_id(self, data: st.DataObject, thief: tuple[str, str], text: str) -> None:
+        """Writing with an existing id replaces it for its owner; anyone else is refused."""
+        pid = data.draw(st.sampled_from(sorted(self.model)))
+        victim = self.model[pid]
+        rec = self._record(thief, victim.conv, text, [])
+        if (victim.user, victim.agent) == thief:
+            assert self.mem.memorize(**rec, point_id=pid) == pid
+            self._remember(pid, rec)
+        else:
+            with pytest.raises(ValidationError, match="another user or agent"):
+                self.mem.memorize(**rec, point_id=pid)
+            kept = self.mem.get(pid, user_id=victim.user, agent_id=victim.agent)
+            assert kept["short_summary_text"] == victim.short
+        self._count_op()
+
+    # -- reads ----------------------------------------------------------------------------
+
+    @rule(
+        tenant=tenants,
+        conv=st.none() | convs,
+        query=texts,
+        weights=st.sampled_from([(0.2, 0.3, 0.5), (1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)]),
+    )
+    def recall(self, tenant: tuple[str, str], conv: str | None, query: str, weights: tuple[float, ...]) -> None:
+        res = self.mem.recall(
+            user_id=tenant[0], agent_id=tenant[1], query=query, conversation_id=conv,
+            previous_conversation_limit=BIG, same_conversation_limit=BIG,
+            short_weight=weights[0], long_weight=weights[1], bm25_weight=weights[2],
+        )
+        same = {i["point_id"] for i in res["same_conversation"]}
+        prev = {i["point_id"] for i in res["previous_conversations"]}
+        for item in res["same_conversation"]:
+            self._check_item(item, tenant)
+            assert item["conversation_id"] == conv
+        for item in res["previous_conversations"]:
+            self._check_item(item, tenant)
+            assert item["conversation_id"] != conv
+        owned = self._owned(tenant)
+        want_same = {p for p, e in owned.items() if conv is not None and e.conv == conv}
+        want_prev = {p for p, e in owned.items() if e.conv != conv}
+        if weights[0] or weights[1]:
+            # A dense stream ranks every point it may see: the answer is the whole tenant.
+            assert same == want_same
+            assert prev == want_prev
+        else:
+            assert same <= want_same
+            assert prev <= want_prev
+        self._count_op()
+
+    @rule(tenant=tenants, conv=st.none() | convs, n=st.integers(0, 6))
+    def read_recent(self, tenant: tuple[str, str], conv: str | None, n: int) -> None:
+        got = self.mem.read_recent(n, user_id=tenant[0], agent_id=tenant[1], conversation_id=conv)
+        owned = self._owned(tenant, conv)
+        want = sorted(owned, key=lambda p: owned[p].end, reverse=True)[:n]
+        assert [i["point_id"] for i in got] == want
+        for item in got:
+            self._check_item(item, tenant)
+        self._count_op()
+
+    @rule(tenant=tenants, conv=st.none() | convs)
+    def count(self, tenant: tuple[str, str], conv: str | None) -> None:
+        got = self.mem.count(user_id=tenant[0], agent_id=tenant[1], conversation_id=conv)
+        assert got == len(self._owned(tenant, conv))
+        self._count_op()
+
+    @rule(tenant=tenants)
+    def stats(self, tenant: tuple[str, str]) -> None:
+        got = self.mem.stats(user_id=tenant[0], agent_id=tenant[1], top=len(FLOWS))
+        owned = self._owned(tenant)
+        assert got["episodes"] == len(owned)
+        assert got["conversations"] == len({e.conv for e in owned.values()})
+        assert dict(got["top_flows"]) == Counter(f for e in owned.values() for f in e.flows)
+        self._count_op()
+
+    @rule(tenant=tenants, conv=st.none() | convs)
+    def export(self, tenant: tuple[str, str], conv: str | None) -> None:
+        buf = io.StringIO()
+        n = self.mem.export(buf, user_id=tenant[0], agent_id=tenant[1], conversation_id=conv)
+        records = parse_export(buf.getvalue())
+        owned = self._owned(tenant, conv)
+        assert n == len(records) == len(owned)
+        assert {r["point_id"] for r in records} == set(owned)
+        for r in records:
+            assert (r["user_id"], r["agent_id"]) == tenant
+            assert r["short_summary"] == owned[r["point_id"]].short
+        self._count_op()
+
+    @precondition(lambda self: self.model)
+    @rule(data=st.data(), asker=tenants)
+    def get(self, data: st.DataObject, asker: tuple[str, str]) -> None:
+        pid = data.draw(st.sampled_from(sorted(self.model)))
+        ep = self.model[pid]
+        if (ep.user, ep.agent) == asker:
+            item = self.mem.get(pid, user_id=asker[0], agent_id=asker[1])
+            self._check_item(item, asker)
+            assert item["long_summary_text"] == ep.long
+        else:
+            with pytest.raises(NotFoundError):
+                self.mem.get(pid, user_id=asker[0], agent_id=asker[1])
+        self._count_op()
+
+    # -- deletes and imports --------------------------------------------------------------
+
+    @precondition(lambda self: self.model)
+    @rule(data=st.data(), asker=tenants)
+    def forget_one(self, data: st.DataObject, asker: tuple[str, str]) -> None:
+        pid = data.draw(st.sampled_from(sorted(self.model)))
+        ep = self.model[pid]
+        n = self.mem.forget(user_id=asker[0], agent_id=asker[1], point_id=pid)
+        if (ep.user, ep.agent) == asker:
+            assert n == 1
+            del self.model[pid]
+        else:
+            assert n == 0
+        self._count_op()
+
+    @rule(tenant=tenants, conv=convs)
+    def forget_conversation(self, tenant: tuple[str, str], conv: str) -> None:
+        doomed = self._owned(tenant, conv)
+        assert self.mem.forget(user_id=tenant[0], agent_id=tenant[1], conversation_id=conv) == len(doomed)
+        for pid in doomed:
+            del self.model[pid]
+        self._count_op()
+
+    @rule(tenant=tenants)
+    def forget_everything(self, tenant: tuple[str, str]) -> None:
+        doomed = self._owned(tenant)
+        assert self.mem.forget(user_id=tenant[0], agent_id=tenant[1], everything=True) == len(doomed)
+        for pid in doomed:
+            del self.model[pid]
+        self._count_op()
+
+    @rule(source=tenants, into=tenants, strict=st.booleans())
+    def import_into_another_tenant(self, source: tuple[str, str], into: tuple[str, str], strict: bool) -> None:
+        """An import restricted to one tenant takes none of another tenant's records."""
+        buf = io.StringIO()
+        n = self.mem.export(buf, user_id=source[0], agent_id=source[1])
+        buf.seek(0)
+        if source == into or n == 0:
+            report = self.mem.import_(buf, user_id=into[0], agent_id=into[1])
+            assert sorted(report.imported) == sorted(self._owned(source))  # same ids: replaced
+        elif strict:
+            with pytest.raises(ImportFileError) as info:
+                self.mem.import_(buf, user_id=into[0], agent_id=into[1])
+            assert len(info.value.errors) == n
+        else:
+            report = self.mem.import_(buf, errors="skip", user_id=into[0], agent_id=into[1])
+            assert report.imported == []
+            assert len(report.skipped) == n
+        self._count_op()
+
+    # -- invariants -----------------------------------------------------------------------
+
+    @invariant()
+    def nothing_appears_or_vanishes(self) -> None:
+        assert total_points(self.raw) == len(self.model)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_random_operations_never_cross_tenants(backend: str) -> None:
+    """Over a thousand random operations per backend, with a fake embedder (exact vectors)."""
+    machine = type(f"IsolationMachine_{backend}", (IsolationMachine,), {"backend": backend, "operations": 0})
+    run_state_machine_as_test(machine, settings=settings(
+        max_examples=25,
+        stateful_step_count=50,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    ))
+    assert machine.operations >= 1000, machine.operations
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_random_operations_never_cross_tenants_with_the_real_embedder(backend: str) -> None:
+    """The same machine on the bundled model: real vectors, where identical texts collide."""
+    machine = type(
+        f"RealIsolationMachine_{backend}",
+        (IsolationMachine,),
+        {"backend": backend, "operations": 0, "embedder": default_embedder()},
+    )
+    run_state_machine_as_test(machine, settings=settings(
+        max_examples=6,
+        stateful_step_count=30,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    ))
+    assert machine.operations >= 100, machine.operations
