@@ -34,12 +34,7 @@ class Block:
     @property
     def expected_output(self) -> list[str]:
         """Texts announced with `# -> text`: the block's output must contain each."""
-        found = []
-        for line in self.code.splitlines():
-            match = _EXPECT.search(line)
-            if match and "#" in line[: match.start() + 1]:
-                found.append(match.group("text"))
-        return found
+        return [m.group("text") for m in map(_EXPECT.search, self.code.splitlines()) if m]
 
 
 def _no_run_reason(code: str, before: str) -> str | None:
@@ -105,9 +100,8 @@ async def close_leftovers(namespace: dict[str, Any]) -> None:
         module = type(value).__module__
         if not module.startswith(_CLOSERS) or isinstance(value, type):
             continue
-        aclose = getattr(value, "aclose", None)
-        close = getattr(value, "close", None)
-        if callable(aclose):
-            await aclose()
-        elif callable(close):
-            close()
+        close = getattr(value, "close", None) or getattr(value, "aclose", None)
+        if callable(close):
+            result = close()
+            if inspect.isawaitable(result):
+                await result

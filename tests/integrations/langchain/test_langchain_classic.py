@@ -64,8 +64,8 @@ async def test_llm_chain_async(memory: Episodes) -> None:
     await chain.ainvoke({"question": "When does my flight to Oslo leave?"})
     assert await memory.count(user_id=user, agent_id=AGENT, conversation_id="c1") == 1
 
-    out = await chain.ainvoke({"question": "Remind me about the Oslo flight"})
     expected = (await mem.aload_memory_variables({"question": "Remind me about the Oslo flight"}))["recalled_episodes"]
+    out = await chain.ainvoke({"question": "Remind me about the Oslo flight"})
     assert "<same_conversation" in expected
     assert model.prompt_text() == f"{expected}\nQuestion: Remind me about the Oslo flight"
     assert out["text"] == "Oslo, at 9."

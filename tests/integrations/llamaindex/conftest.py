@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +12,7 @@ from episodex import EpisodicMemory
 from llama_index.core.base.llms.types import ChatMessage, ChatResponse, ChatResponseAsyncGen
 from llama_index.core.llms import MockFunctionCallingLLM
 from pydantic import Field
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 
 class RecordingLLM(MockFunctionCallingLLM):
@@ -56,3 +57,14 @@ def memory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EpisodicMemory]
 def user() -> str:
     """A user id no other test uses."""
     return f"user-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+async def chat_engine() -> AsyncIterator[AsyncEngine]:
+    """The in-memory SQLite of LlamaIndex's short-term memory, closed after the test.
+
+    `Memory.from_defaults()` opens its own and never closes it (a ResourceWarning at exit).
+    """
+    engine = create_async_engine("sqlite+aiosqlite:///:memory:")
+    yield engine
+    await engine.dispose()

@@ -13,6 +13,8 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallB
 from llama_index.core.memory import InsertMethod, Memory
 from llama_index.core.storage.chat_store.sql import MessageStatus
 from llama_index.core.tools import FunctionTool
+from sqlalchemy.ext.asyncio import AsyncEngine
+
 from llama_index.memory.episodex import (
     SUMMARY_PROMPT,
     EpisodicMemoryBlock,
@@ -20,26 +22,33 @@ from llama_index.memory.episodex import (
     offline_tokenizer,
 )
 
-# LlamaIndex's workflow engine walks every attribute of an agent when it is built, pydantic's
-# deprecated `__fields__` and `__fields_set__` included.
-pytestmark = pytest.mark.filterwarnings(
-    "ignore:The `__fields(_set)?__` attribute is deprecated:pydantic.warnings.PydanticDeprecatedSince20"
-)
+# LlamaIndex's workflow engine walks every attribute of an agent when it builds one, pydantic's
+# deprecated ones (`__fields__`, `model_computed_fields` on an instance) included.
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::pydantic.warnings.PydanticDeprecatedSince20"),
+    pytest.mark.filterwarnings("ignore::pydantic.warnings.PydanticDeprecatedSince211"),
+]
 
 AGENT = "support"
 QUESTION = "Did I ever get my refund for order 1234?"
 
 
-def chat_memory(block: EpisodicMemoryBlock, session_id: str, **options: Any) -> Memory:
+def chat_memory(block: EpisodicMemoryBlock, session_id: str, engine: AsyncEngine, **options: Any) -> Memory:
     """A LlamaIndex `Memory` with the block and the offline tokenizer (nothing downloads)."""
     return Memory.from_defaults(
-        session_id=session_id, memory_blocks=[block], tokenizer_fn=offline_tokenizer(), **options
+        session_id=session_id,
+        memory_blocks=[block],
+        tokenizer_fn=offline_tokenizer(),
+        async_engine=engine,
+        **options,
     )
 
 
-def small_chat_memory(block: EpisodicMemoryBlock, session_id: str) -> Memory:
+def small_chat_memory(block: EpisodicMemoryBlock, session_id: str, engine: AsyncEngine) -> Memory:
     """Short-term memory of about 40 tokens: older turns flush into the block quickly."""
-    return chat_memory(block, session_id, token_limit=4000, chat_history_token_ratio=0.01, token_flush_size=10)
+    return chat_memory(
+        block, session_id, engine, token_limit=4000, chat_history_token_ratio=0.01, token_flush_size=10
+    )
 
 
 def episode_ids(block_text: str) -> list[str]:
@@ -64,14 +73,13 @@ async def seed(memory: EpisodicMemory, user: str) -> None:
 
 @pytest.mark.parametrize("insert_method", [InsertMethod.SYSTEM, InsertMethod.USER])
 async def test_function_agent_receives_the_episodes_block(
-    memory: EpisodicMemory, user: str, make_llm: Any, insert_method: InsertMethod
-) -> None:
+    memory: EpisodicMemory, user: str, make_llm: Any, insert_method: InsertMethod, chat_engine: AsyncEngine) -> None:
     await seed(memory, user)
     block = EpisodicMemoryBlock(memory=memory, user_id=user, agent_id=AGENT)
     llm = make_llm()
     agent = FunctionAgent(llm=llm, tools=[], system_prompt="You are a support agent.")
 
-    response = await agent.run(QUESTION, memory=chat_memory(block, "today", insert_method=insert_method))
+    response = await agent.run(QUESTION, memory=chat_memory(block, "today", chat_engine, insert_method=insert_method))
 
     assert str(response) == "Noted."
     sent: list[ChatMessage] = llm.calls[-1]
@@ -97,12 +105,11 @@ async def test_function_agent_receives_the_episodes_block(
 
 
 async def test_flushed_messages_are_recorded_then_recalled_in_a_later_session(
-    memory: EpisodicMemory, user: str, make_llm: Any
-) -> None:
+    memory: EpisodicMemory, user: str, make_llm: Any, chat_engine: AsyncEngine) -> None:
     block = EpisodicMemoryBlock(memory=memory, user_id=user, agent_id=AGENT)
     llm = make_llm()
     agent = FunctionAgent(llm=llm, tools=[])
-    monday = small_chat_memory(block, "monday")
+    monday = small_chat_memory(block, "monday", chat_engine)
 
     llm.reply = "I have issued a refund of 59 EUR for order 1234."
     await agent.run("My order 1234 arrived broken, I want my money back.", memory=monday)
@@ -131,14 +138,14 @@ async def test_flushed_messages_are_recorded_then_recalled_in_a_later_session(
     assert "refund of 59 EUR" in same
 
     # A new session recalls it as a previous conversation.
-    await agent.run("How much was my refund for order 1234?", memory=chat_memory(block, "tuesday"))
+    await agent.run("How much was my refund for order 1234?", memory=chat_memory(block, "tuesday", chat_engine))
     later = llm.last_input()
     assert '<previous_conversations title="From previous conversations">' in later
     assert 'conversation="monday"' in later
     assert "refund of 59 EUR for order 1234" in later
 
 
-async def test_tools_called_in_flushed_turns_are_recorded(memory: EpisodicMemory, user: str, make_llm: Any) -> None:
+async def test_tools_called_in_flushed_turns_are_recorded(memory: EpisodicMemory, user: str, make_llm: Any, chat_engine: AsyncEngine) -> None:
     def lookup_order(order_id: str = "1234") -> str:
         """Look up an order's status."""
         return f"Order {order_id}: delivered on May 2."
@@ -155,7 +162,7 @@ async def test_tools_called_in_flushed_turns_are_recorded(memory: EpisodicMemory
     llm.response_generator = scripted
     agent = FunctionAgent(llm=llm, tools=[FunctionTool.from_defaults(lookup_order)])
     block = EpisodicMemoryBlock(memory=memory, user_id=user, agent_id=AGENT)
-    chat = small_chat_memory(block, "orders")
+    chat = small_chat_memory(block, "orders", chat_engine)
     await agent.run("Where is my order 1234?", memory=chat)
     await agent.run("And when will the next one arrive?", memory=chat)
 
@@ -185,14 +192,14 @@ async def test_truncation_drops_the_lowest_ranked_episodes_first(memory: Episodi
     assert await block.atruncate("a block this memory did not render", 1) is None
 
 
-async def test_memory_over_its_token_limit_keeps_the_best_episodes(memory: EpisodicMemory, user: str) -> None:
+async def test_memory_over_its_token_limit_keeps_the_best_episodes(memory: EpisodicMemory, user: str, chat_engine: AsyncEngine) -> None:
     await seed(memory, user)
     block = EpisodicMemoryBlock(memory=memory, user_id=user, agent_id=AGENT)
     tokenizer = offline_tokenizer()
     full = await block.aget([ChatMessage(role="user", content=QUESTION)], session_id="tight")
     budget = len(tokenizer(QUESTION)) + len(tokenizer(full)) // 2
 
-    chat = chat_memory(block, "tight", token_limit=budget)
+    chat = chat_memory(block, "tight", chat_engine, token_limit=budget)
     await chat.aput(ChatMessage(role="user", content=QUESTION))
     [system, question] = await chat.aget()
 
@@ -204,7 +211,7 @@ async def test_memory_over_its_token_limit_keeps_the_best_episodes(memory: Episo
     assert "Refund for broken order 1234" in text
 
 
-async def test_two_users_are_isolated(memory: EpisodicMemory, make_llm: Any) -> None:
+async def test_two_users_are_isolated(memory: EpisodicMemory, make_llm: Any, chat_engine: AsyncEngine) -> None:
     alice = EpisodicMemoryBlock(memory=memory, user_id="alice-iso", agent_id=AGENT)
     bob = EpisodicMemoryBlock(memory=memory, user_id="bob-iso", agent_id=AGENT)
     other_agent = EpisodicMemoryBlock(memory=memory, user_id="alice-iso", agent_id="sales")
@@ -219,15 +226,15 @@ async def test_two_users_are_isolated(memory: EpisodicMemory, make_llm: Any) -> 
     llm = make_llm()
     agent = FunctionAgent(llm=llm, tools=[])
 
-    await agent.run("What is my locker code?", memory=chat_memory(bob, "bob-2"))
+    await agent.run("What is my locker code?", memory=chat_memory(bob, "bob-2", chat_engine))
     seen_by_bob = llm.last_input()
     assert "<recalled_episodes>" in seen_by_bob and "chess" in seen_by_bob
     assert "4417" not in seen_by_bob
 
-    await agent.run("What is my locker code?", memory=chat_memory(alice, "alice-2"))
+    await agent.run("What is my locker code?", memory=chat_memory(alice, "alice-2", chat_engine))
     assert "4417" in llm.last_input() and "chess" not in llm.last_input()
 
-    await agent.run("What is my locker code?", memory=chat_memory(other_agent, "alice-3"))
+    await agent.run("What is my locker code?", memory=chat_memory(other_agent, "alice-3", chat_engine))
     assert "<memory>" not in llm.last_input()  # same user, another agent: nothing
 
 

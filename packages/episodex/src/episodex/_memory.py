@@ -59,19 +59,30 @@ class EpisodicMemory:
         ```python
         from episodex import EpisodicMemory
 
-        mem = EpisodicMemory(path="./memory")           # embedded Qdrant Edge (default)
-        mem = EpisodicMemory(url="http://qdrant:6333")  # a Qdrant server or cluster
-        mem = EpisodicMemory(location=":memory:")       # qdrant-client local mode
+        mem = EpisodicMemory(path="./memory")  # embedded Qdrant Edge, in this folder (default)
         ```
 
-    Use (async):
+        The same class runs on a Qdrant server or cluster, or in qdrant-client's in-RAM mode;
+        only the constructor changes:
+
+        ```python
+        # docs: no-run (needs a running Qdrant server)
+        mem = EpisodicMemory(url="http://qdrant:6333", api_key="...", collection_prefix="app_")
+        mem = EpisodicMemory(location=":memory:")
+        ```
+
+    Use (async: inside an `async def`, or at the top level of a notebook):
         ```python
         pid = await mem.memorize(short_summary="Refund for order 1234",
                                  long_summary="User asked for a refund; agent issued it.",
                                  user_id="u1", agent_id="support", conversation_id="c1")
         res = await mem.recall(user_id="u1", agent_id="support", conversation_id="c2",
                                query="did I get my refund?")
-        res["previous_conversations"][0]["short_summary_text"]
+        print(res["previous_conversations"][0]["short_summary_text"])  # -> Refund for order 1234
+        block = await mem.recall_block(user_id="u1", agent_id="support", query="refund",
+                                       max_tokens=500)  # for the system prompt
+        print(block.splitlines()[0])  # -> <recalled_episodes>
+        await mem.aclose()  # or: async with EpisodicMemory(...) as mem:
         ```
 
     Outside an event loop, use `SyncEpisodicMemory`, which has the same methods.
@@ -349,10 +360,12 @@ class SyncEpisodicMemory:
     ```python
     from episodex import SyncEpisodicMemory
 
-    mem = SyncEpisodicMemory(path="./memory")
-    mem.memorize(short_summary="...", long_summary="...", user_id="u1", agent_id="a",
-                 conversation_id="c1")
-    mem.recall(user_id="u1", agent_id="a", query="...")
+    with SyncEpisodicMemory("./memory") as mem:
+        mem.memorize(short_summary="Refund for order 1234",
+                     long_summary="User asked for a refund; agent issued it.",
+                     user_id="u1", agent_id="support", conversation_id="c1")
+        res = mem.recall(user_id="u1", agent_id="support", query="refund")
+        print(res["previous_conversations"][0]["short_summary_text"])  # -> Refund for order 1234
     ```
     """
 

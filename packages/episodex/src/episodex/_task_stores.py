@@ -310,7 +310,7 @@ class JSONLMemoryStore:
     ) -> None:
         if on_torn_line not in ("repair", "raise"):
             raise ConfigurationError(f"on_torn_line must be 'repair' or 'raise', got {on_torn_line!r}")
-        if not isinstance(filename, str) or not filename or Path(filename).name != filename:
+        if not isinstance(filename, str) or not filename or Path(filename).name != filename:  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigurationError(f"filename must be a plain file name, got {filename!r}")
         self.dir = Path(dir)
         try:
@@ -388,7 +388,7 @@ class JSONLMemoryStore:
                 raise ValueError("a delete record needs an id_ string")
         elif op in ("write", "update"):
             try:
-                record["episode"] = Episode.parse(record.get("episode"))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+                record["episode"] = Episode.parse(record.get("episode"))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType, reportArgumentType]
             except ValidationError as exc:
                 raise ValueError(str(exc)) from None
             text = record.get("text")  # pyright: ignore[reportUnknownMemberType]
@@ -670,7 +670,7 @@ class QdrantMemoryStore:
                 "give exactly one of path=, url=, location=':memory:', engine= or memory=; "
                 f"got {sources or 'none'}"
             )
-        if not isinstance(collection, str) or not collection:
+        if not isinstance(collection, str) or not collection:  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigurationError(f"collection must be a non-empty string, got {collection!r}")
         if memory is not None:
             engine = memory.engine
