@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
 from episodex._embedders import Embedder
 
 HERE = Path(__file__).resolve().parent

@@ -16,6 +16,8 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from episodex._embedders import Embedder
+from episodex._sparse import Bm25Encoder
 from langchain_core.embeddings import Embeddings
 from langchain_qdrant import QdrantVectorStore, RetrievalMode, SparseEmbeddings, SparseVector
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -26,9 +28,6 @@ from llama_index.core.schema import TextNode
 from llama_index.core.vector_stores import SimpleVectorStore
 from llama_index.core.vector_stores.types import VectorStoreQuery, VectorStoreQueryResult
 from qdrant_client import models
-
-from episodex._embedders import Embedder
-from episodex._sparse import Bm25Encoder
 
 # -- LangChain ----------------------------------------------------------------------------
 

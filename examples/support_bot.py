@@ -114,6 +114,8 @@ async def show_stats(mem: EpisodicMemory, user: str) -> None:
     print(f"  top tools: {tools}")
     print(f"  sentiment: mean {s['sentiment_mean']:+.2f}, trend {s['sentiment_trend']:+.2f} "
           f"per episode ({s['sentiment_direction']})")
+    if s["sentiment_direction"] == "declining":
+        print(f"  -> {user} is getting less happy: route the next chat to a senior agent")
 
 
 async def show_isolation(mem: EpisodicMemory) -> None:

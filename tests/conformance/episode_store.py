@@ -13,14 +13,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-
-from episodex._plan import CollectionSpec
 from episodex import (
     EpisodicMemory,
     ImportFileError,
     NotFoundError,
     ValidationError,
 )
+from episodex._plan import CollectionSpec
 
 U, A = "user-1", "agent-1"
 T0 = datetime(2026, 1, 5, 10, 0, tzinfo=UTC)

@@ -8,7 +8,6 @@ import uuid
 from collections.abc import AsyncIterator
 
 import pytest
-
 from episodex import EpisodicMemory
 
 from .episode_store import EpisodeStoreConformance

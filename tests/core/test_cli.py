@@ -5,7 +5,6 @@ import subprocess
 import sys
 
 import pytest
-
 from episodex.cli import main
 
 
@@ -36,7 +35,7 @@ def test_add_recall_export_import_stats_forget(capsys, tmp_path) -> None:
     assert json.loads(out)["top_tools"] == [["refund", 1]]
     code, out, _ = run(capsys, "--path", store, "forget", "--user", "u", "--agent", "a", "--all")
     assert (code, out) == (0, "deleted 1 episode(s)\n")
-    code, out, err = run(capsys, "--path", store, "import", str(export))
+    code, out, _ = run(capsys, "--path", store, "import", str(export))
     assert (code, out) == (0, "imported 1 episode(s)\n")
     code, out, _ = run(capsys, "--path", store, "export", "--user", "u", "--agent", "a")
     assert json.loads(out)["point_id"] == pid
@@ -63,7 +62,7 @@ def test_add_from_json_on_stdin(capsys, tmp_path, monkeypatch) -> None:
     ],
 )
 def test_errors_have_exit_codes_and_messages(capsys, tmp_path, args, code, message) -> None:
-    got, out, err = run(capsys, "--path", str(tmp_path / "s"), *args)
+    got, _out, err = run(capsys, "--path", str(tmp_path / "s"), *args)
     assert got == code and message in err and err.startswith("episodex: ")
 
 

@@ -6,7 +6,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
-
 from episodex import (
     DEFAULT_MODEL_ID,
     BundledMiniLMEmbedder,
@@ -15,8 +14,8 @@ from episodex import (
     FastEmbedEmbedder,
     OpenAICompatibleEmbedder,
     VectorCacheEmbedder,
+    _embedders,
 )
-from episodex import _embedders
 
 
 def test_bundled_model_is_offline_normalised_and_semantic(embedder) -> None:
@@ -82,7 +81,7 @@ class _EmbeddingsHandler(BaseHTTPRequestHandler):
     model = None
     fail_first = 0
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         if type(self).fail_first > 0:
             type(self).fail_first -= 1

@@ -4,7 +4,6 @@ import xml.etree.ElementTree as ET
 from datetime import UTC, datetime
 
 import pytest
-
 from episodex import ValidationError, format_recall, token_counter
 
 

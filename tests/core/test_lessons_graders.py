@@ -6,7 +6,6 @@ import json
 from typing import Any
 
 import pytest
-
 from episodex._errors import ConfigurationError, ValidationError
 from episodex._graders import Grader, GradingError, LLMGrader, ProgrammaticGrader, parse_grading
 from episodex._lessons_model import EnvState, StepMemory

@@ -7,7 +7,6 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
-
 from episodex._errors import EpisodexError, ValidationError
 from episodex._lessons_model import (
     EnvState,

@@ -7,13 +7,13 @@ grades, isolation by user, agent and session) runs on the real engines and embed
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-
 from episodex._embedders import Embedder
 from episodex._engine import Engine, open_engine
 from episodex._errors import ConfigurationError, EmbedderMismatchError, ValidationError
@@ -135,11 +135,21 @@ def test_bad_ranking_options_raise(option: str, value: Any) -> None:
 # -- the lifecycle on real engines -------------------------------------------------------
 
 
-@pytest.fixture(params=["edge", "memory"])
-def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
-    eng = open_engine(path=str(tmp_path / "store")) if request.param == "edge" else open_engine(location=":memory:")
+@pytest.fixture(scope="module", params=["edge", "memory"])
+def engine(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
+    # One engine per backend for the module (creating a shard costs seconds on a busy machine);
+    # each test works in its own session, which is exactly the isolation under test.
+    if request.param == "edge":
+        eng = open_engine(path=str(tmp_path_factory.mktemp("lessons") / "store"))
+    else:
+        eng = open_engine(location=":memory:")
     yield eng
     eng.close()
+
+
+@pytest.fixture
+def sid() -> str:
+    return f"session-{uuid.uuid4().hex[:8]}"
 
 
 GRADER = ProgrammaticGrader(["click('12')", "click('30')"])
@@ -150,7 +160,7 @@ def lessons(engine: Engine, embedder: Embedder) -> StepLessonMemory:
     return StepLessonMemory(engine, embedder, grader=GRADER)
 
 
-async def attempt(lessons: StepLessonMemory, *actions: str, session: str = "s", user: str = "u", agent: str = "a") -> None:
+async def attempt(lessons: StepLessonMemory, session: str, *actions: str, user: str = "u", agent: str = "a") -> None:
     await lessons.init_episode(session, user_id=user, agent_id=agent, task="set priority")
     for action in actions:
         env = DROPDOWN if action == "click('13')" else TICKET
@@ -159,8 +169,8 @@ async def attempt(lessons: StepLessonMemory, *actions: str, session: str = "s", 
     await lessons.end_episode(final_env={"url": "/tickets/7/deleted"})
 
 
-async def test_rep_one_gets_nothing_rep_two_gets_graded_steps_of_rep_one(lessons: StepLessonMemory) -> None:
-    ep = await lessons.init_episode("s", user_id="u", agent_id="a")
+async def test_rep_one_gets_nothing_rep_two_gets_graded_steps_of_rep_one(lessons: StepLessonMemory, sid: str) -> None:
+    ep = await lessons.init_episode(sid, user_id="u", agent_id="a")
     assert (ep.rep, ep.resumed) == (1, False)
     assert await lessons.retrieve_memories({"elements": TICKET}, "Set ticket 7 priority to High") == []
     await lessons.record_step_start(env_pre={"elements": TICKET}, internal_state="Set ticket 7 priority to High",
@@ -169,7 +179,7 @@ async def test_rep_one_gets_nothing_rep_two_gets_graded_steps_of_rep_one(lessons
     result = await lessons.end_episode(final_env={"url": "/deleted"})
     assert result is not None and result.task_success is False
 
-    ep2 = await lessons.init_episode("s", user_id="u", agent_id="a")
+    ep2 = await lessons.init_episode(sid, user_id="u", agent_id="a")
     assert (ep2.rep, ep2.resumed) == (2, True) and ep2.run_id != ep.run_id
     found = await lessons.retrieve_memories({"elements": TICKET}, "Set ticket 7 priority to High")
     assert [(r.kind, r.memory.action) for r in found] == [("REPEAT", "click('12')"), ("AVOID", "click('13')")]
@@ -184,9 +194,9 @@ async def test_rep_one_gets_nothing_rep_two_gets_graded_steps_of_rep_one(lessons
     assert "1. REPEAT: [/ 100%] click: 'Priority'" in block
 
 
-async def test_never_the_current_run(lessons: StepLessonMemory) -> None:
-    await attempt(lessons, "click('12')")
-    await lessons.init_episode("s", user_id="u", agent_id="a")
+async def test_never_the_current_run(lessons: StepLessonMemory, sid: str) -> None:
+    await attempt(lessons, sid, "click('12')")
+    await lessons.init_episode(sid, user_id="u", agent_id="a")
     await lessons.record_step_start(env_pre={"elements": TICKET}, internal_state="x", action="click('14')")
     await lessons.persist_memories()
     current = lessons.episode
@@ -197,9 +207,9 @@ async def test_never_the_current_run(lessons: StepLessonMemory) -> None:
     assert len(await lessons.load_all_memories_for_session()) == 2
 
 
-async def test_isolated_by_user_agent_and_session(lessons: StepLessonMemory) -> None:
-    await attempt(lessons, "click('12')", "click('13')")
-    for user, agent, session in (("u2", "a", "s"), ("u", "a2", "s"), ("u", "a", "s2")):
+async def test_isolated_by_user_agent_and_session(lessons: StepLessonMemory, sid: str) -> None:
+    await attempt(lessons, sid, "click('12')", "click('13')")
+    for user, agent, session in (("u2", "a", sid), ("u", "a2", sid), ("u", "a", sid + "-2")):
         ep = await lessons.init_episode(session, user_id=user, agent_id=agent)
         assert ep.rep == 1 and not ep.resumed
         await lessons.record_step_start(env_pre={"elements": TICKET}, internal_state="x", action="click('14')")
@@ -209,22 +219,22 @@ async def test_isolated_by_user_agent_and_session(lessons: StepLessonMemory) -> 
         assert [r.memory.action for r in found] == ["click('14')"]
         assert [m.action for m in await lessons.load_all_memories_for_session()] == ["click('14')"]
         assert await lessons.count(session, user_id=user, agent_id=agent) == 1
-    assert await lessons.count("s", user_id="u", agent_id="a") == 2
-    assert await lessons.forget_session("s", user_id="u2", agent_id="a") == 1
-    assert await lessons.count("s", user_id="u", agent_id="a") == 2
+    assert await lessons.count(sid, user_id="u", agent_id="a") == 2
+    assert await lessons.forget_session(sid, user_id="u2", agent_id="a") == 1
+    assert await lessons.count(sid, user_id="u", agent_id="a") == 2
 
 
-async def test_no_grader_no_lessons_said_plainly(engine: Engine, embedder: Embedder, caplog: pytest.LogCaptureFixture) -> None:
+async def test_no_grader_no_lessons_said_plainly(engine: Engine, embedder: Embedder, caplog: pytest.LogCaptureFixture, sid: str) -> None:
     plain = StepLessonMemory(engine, embedder)
     assert plain.lessons_enabled is False
-    await plain.init_episode("s", user_id="u", agent_id="a")
+    await plain.init_episode(sid, user_id="u", agent_id="a")
     await plain.record_step_start(env_pre={"elements": TICKET}, internal_state="x", action="click('12')")
     with caplog.at_level(logging.WARNING, logger="episodex.lessons"):
         assert await plain.end_episode() is None
     assert "no grader" in caplog.text and "never become lessons" in caplog.text
     stored = await plain.load_all_memories_for_session()
     assert [m.outcome for m in stored] == ["pending"]
-    await plain.init_episode("s", user_id="u", agent_id="a")
+    await plain.init_episode(sid, user_id="u", agent_id="a")
     assert await plain.retrieve_memories({"elements": TICKET}, "x") == []
     # A grader given to end_episode grades this attempt.
     await plain.record_step_start(env_pre={"elements": TICKET}, internal_state="x", action="click('12')")
@@ -232,8 +242,8 @@ async def test_no_grader_no_lessons_said_plainly(engine: Engine, embedder: Embed
     assert result is not None and result.grades[0].correct
 
 
-async def test_bad_grades_change_nothing(lessons: StepLessonMemory) -> None:
-    await lessons.init_episode("s", user_id="u", agent_id="a")
+async def test_bad_grades_change_nothing(lessons: StepLessonMemory, sid: str) -> None:
+    await lessons.init_episode(sid, user_id="u", agent_id="a")
     await lessons.record_step_start(env_pre={"elements": TICKET}, internal_state="x", action="click('12')")
     await lessons.persist_memories()
     before = await lessons.load_all_memories_for_session()
@@ -247,13 +257,13 @@ async def test_bad_grades_change_nothing(lessons: StepLessonMemory) -> None:
     assert [m.outcome for m in lessons.steps] == ["pending"]
 
 
-async def test_grades_for_an_earlier_run_by_run_id(lessons: StepLessonMemory) -> None:
-    await lessons.init_episode("s", user_id="u", agent_id="a")
+async def test_grades_for_an_earlier_run_by_run_id(lessons: StepLessonMemory, sid: str) -> None:
+    await lessons.init_episode(sid, user_id="u", agent_id="a")
     await lessons.record_step_start(env_pre={"elements": TICKET}, internal_state="x", action="click('12')")
     await lessons.persist_memories()
     first = lessons.episode
     assert first is not None
-    await lessons.init_episode("s", user_id="u", agent_id="a")
+    await lessons.init_episode(sid, user_id="u", agent_id="a")
     graded = await lessons.add_grades(
         {"grades": [{"step_id": "rep1-step1", "correct": False, "correction": "c"}], "task_success": False},
         run_id=first.run_id,
@@ -262,11 +272,11 @@ async def test_grades_for_an_earlier_run_by_run_id(lessons: StepLessonMemory) ->
     assert lessons.steps == []
 
 
-async def test_resume_a_run_by_id_continues_its_steps(lessons: StepLessonMemory) -> None:
-    ep = await lessons.init_episode("s", user_id="u", agent_id="a", run_id="run-A")
+async def test_resume_a_run_by_id_continues_its_steps(lessons: StepLessonMemory, sid: str) -> None:
+    ep = await lessons.init_episode(sid, user_id="u", agent_id="a", run_id="run-A")
     await lessons.record_step_start(env_pre={"elements": TICKET}, internal_state="x", action="click('12')")
     await lessons.persist_memories()
-    again = await lessons.init_episode("s", user_id="u", agent_id="a", run_id="run-A")
+    again = await lessons.init_episode(sid, user_id="u", agent_id="a", run_id="run-A")
     assert (again.rep, again.run_id, again.resumed) == (ep.rep, "run-A", True)
     second = await lessons.record_step_start(env_pre={"elements": DROPDOWN}, internal_state="y", action="click('30')")
     assert (second.step_num, second.step_id) == (2, "rep1-step2")
@@ -274,14 +284,14 @@ async def test_resume_a_run_by_id_continues_its_steps(lessons: StepLessonMemory)
     assert result is not None and result.task_success is True
 
 
-async def test_step_recording_rules(lessons: StepLessonMemory) -> None:
+async def test_step_recording_rules(lessons: StepLessonMemory, sid: str) -> None:
     with pytest.raises(ValidationError, match="call init_episode"):
         await lessons.record_step_start(env_pre={}, internal_state="x", action="a()")
     with pytest.raises(ValidationError, match="session_id must be a non-empty string"):
         await lessons.init_episode("", user_id="u", agent_id="a")
     with pytest.raises(ValidationError, match="user_id must be a non-empty string"):
-        await lessons.init_episode("s", user_id="", agent_id="a")
-    await lessons.init_episode("s", user_id="u", agent_id="a")
+        await lessons.init_episode(sid, user_id="", agent_id="a")
+    await lessons.init_episode(sid, user_id="u", agent_id="a")
     with pytest.raises(ValidationError, match="no step recorded yet"):
         await lessons.record_step_end({"url": "/x"})
     await lessons.record_step_start(env_pre={"url": "/a"}, internal_state="x", action="a()", step_id="first")
@@ -293,13 +303,15 @@ async def test_step_recording_rules(lessons: StepLessonMemory) -> None:
         await lessons.record_step_start(env_pre={"url": "/b"}, internal_state="x", action=" ")
     ended = await lessons.record_step_end({"url": "/after"}, step_id="first")
     assert ended.env_post is not None and ended.env_post.url == "/after"
+    with pytest.raises(ValidationError, match="top_k must be an integer >= 1"):
+        await lessons.retrieve_memories({}, "x", top_k=0)  # checked even on rep 1
     with pytest.raises(ValidationError, match="current_state must be a string"):
         await lessons.retrieve_memories({}, None)  # type: ignore[arg-type]
     assert [s.step_id for s in lessons.steps] == ["first"]
 
 
-async def test_stored_embedding_is_the_embedders_vector(lessons: StepLessonMemory, embedder: Embedder) -> None:
-    await lessons.init_episode("s", user_id="u", agent_id="a")
+async def test_stored_embedding_is_the_embedders_vector(lessons: StepLessonMemory, embedder: Embedder, sid: str) -> None:
+    await lessons.init_episode(sid, user_id="u", agent_id="a")
     await lessons.record_step_start(env_pre={"url": "/a"}, internal_state="Find the invoice", action="a()")
     ids = await lessons.persist_memories()
     again = await lessons.persist_memories()  # idempotent: same points replaced
@@ -311,11 +323,11 @@ async def test_stored_embedding_is_the_embedders_vector(lessons: StepLessonMemor
     assert np.allclose(vec, embedder.embed_documents(["Find the invoice"])[0], atol=1e-6)
 
 
-async def test_store_memories_imports_and_checks_dimension(lessons: StepLessonMemory) -> None:
+async def test_store_memories_imports_and_checks_dimension(lessons: StepLessonMemory, sid: str) -> None:
     m = memory("click('12')", "success", TICKET).model_copy(update={"internal_state_embedding": None})
-    m = StepMemory.parse({**m.model_dump(), "session_id": "imported"})
+    m = StepMemory.parse({**m.model_dump(), "session_id": sid})
     await lessons.store_memories([m])
-    (back,) = await lessons.load_all_memories_for_session("imported", user_id="u", agent_id="a")
+    (back,) = await lessons.load_all_memories_for_session(sid, user_id="u", agent_id="a")
     assert back.internal_state_embedding is not None and back.model_dump(exclude={"internal_state_embedding"}) == m.model_dump(exclude={"internal_state_embedding"})
     with pytest.raises(ValidationError, match="embedding of length 2"):
         await lessons.store_memories([memory("click('12')", "success", TICKET)])
@@ -349,25 +361,25 @@ def test_configuration_errors(engine: Engine, embedder: Embedder) -> None:
         StepLessonMemory(engine, embedder, env_threshold=2)
 
 
-async def test_from_memory_shares_the_episodic_store(tmp_path: Path, embedder: Embedder) -> None:
+async def test_from_memory_shares_the_episodic_store(tmp_path: Path, embedder: Embedder, sid: str) -> None:
     mem = EpisodicMemory(path=tmp_path / "m", embedder=embedder)
     try:
         lessons = StepLessonMemory.from_memory(mem, grader=GRADER, final_k=1)
         assert lessons.engine is mem.engine and lessons.embedder is mem.embedder
-        await attempt(lessons, "click('12')", "click('13')")
-        await lessons.init_episode("s", user_id="u", agent_id="a")
+        await attempt(lessons, sid, "click('12')", "click('13')")
+        await lessons.init_episode(sid, user_id="u", agent_id="a")
         assert len(await lessons.retrieve_memories({"elements": TICKET}, "Set ticket 7 priority to High")) == 1
         assert sorted(p.name for p in (tmp_path / "m").iterdir() if p.is_dir()) == ["episodes", "step_lessons"]
     finally:
         mem.close()
 
 
-def test_sync_twin(engine: Engine, embedder: Embedder) -> None:
+def test_sync_twin(engine: Engine, embedder: Embedder, sid: str) -> None:
     with SyncStepLessonMemory(StepLessonMemory(engine, embedder, grader=GRADER)) as lessons:
-        lessons.init_episode("s", user_id="u", agent_id="a")
+        lessons.init_episode(sid, user_id="u", agent_id="a")
         lessons.record_step_start(env_pre={"elements": TICKET}, internal_state="x", action="click('12')",
                                   action_element_text="Priority")
         assert lessons.end_episode().task_success is False
         assert lessons.lessons_enabled is True
-        lessons.init_episode("s", user_id="u", agent_id="a")
+        lessons.init_episode(sid, user_id="u", agent_id="a")
         assert "1. REPEAT: [/ " in lessons.lessons_block({"elements": TICKET}, "x")

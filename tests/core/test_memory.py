@@ -6,7 +6,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import pytest
-
 from episodex import (
     ConfigurationError,
     EmbedderMismatchError,
@@ -61,7 +60,7 @@ async def test_memorize_embeds_both_summaries_in_one_batch(embedder) -> None:
 async def test_memorize_many_validates_everything_before_writing(embedder) -> None:
     mem = EpisodicMemory(location=":memory:", embedder=embedder)
     bad = [_ep(0), _ep(1), {**_ep(2), "short_summary": "  "}]
-    with pytest.raises(ValidationError, match="episode 2: .*short_summary"):
+    with pytest.raises(ValidationError, match=r"episode 2: .*short_summary"):
         await mem.memorize_many(bad)
     assert await mem.count(user_id="u", agent_id="a") == 0
     with pytest.raises(ValidationError, match="list of episodes"):
@@ -108,7 +107,7 @@ def test_sync_facade_from_several_threads(tmp_path, embedder) -> None:
             try:
                 for i in range(5):
                     mem.memorize(short_summary=f"thread {t} item {i}", long_summary="l", user_id="u", agent_id="a", conversation_id=f"c{t}")
-            except BaseException as exc:  # noqa: BLE001 - collected and asserted below
+            except BaseException as exc:
                 errors.append(exc)
 
         threads = [threading.Thread(target=writer, args=(t,)) for t in range(4)]

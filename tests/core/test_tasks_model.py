@@ -4,7 +4,6 @@ import xml.etree.ElementTree as ET
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-
 from episodex._errors import ValidationError
 from episodex._tasks import DEFAULT_FIELDS, EPISODE_FIELDS, Episode, Task, TaskResult
 

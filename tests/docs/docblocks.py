@@ -7,6 +7,7 @@ Shared by `test_docstring_examples.py` and `test_readme.py`; the conventions are
 from __future__ import annotations
 
 import ast
+import asyncio
 import contextlib
 import inspect
 import io
@@ -72,36 +73,55 @@ def python_blocks(text: str) -> list[Block]:
 
 
 def compile_block(block: Block, filename: str, *, first_line: int | None = None) -> Any:
-    """Compile a block with top-level `await` allowed; tracebacks show its source."""
-    pad = "\n" * ((first_line if first_line is not None else block.line) - 1)
-    source = pad + block.code
+    """Compile a block with top-level `await` allowed; tracebacks show its source and lines."""
     if filename.startswith("<"):
+        source = block.code
         linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
+    else:  # a real file: pad so that line numbers in tracebacks are the file's
+        source = "\n" * ((first_line if first_line is not None else block.line) - 1) + block.code
     return compile(source, filename, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
 
 
-async def run_block(block: Block, namespace: dict[str, Any], filename: str, *, first_line: int | None = None) -> str:
-    """Run a block in `namespace` (awaiting it if it awaits); returns what it printed."""
-    code = compile_block(block, filename, first_line=first_line)
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        result = eval(code, namespace)
-        if inspect.iscoroutine(result):
-            await result
-    printed = out.getvalue()
-    for text in block.expected_output:
-        assert text in printed, f"{filename} line {block.line}: expected output {text!r}, got:\n{printed}"
-    return printed
+class BlockRunner:
+    """Runs blocks one after another in one namespace.
 
+    Blocks with top-level `await` are awaited on a private event loop that is idle between
+    blocks, so a block may also call `asyncio.run(...)` itself, as scripts do.
+    """
 
-async def close_leftovers(namespace: dict[str, Any]) -> None:
-    """Close the episodex objects a block left open, so their store folders are released."""
-    for value in list(namespace.values()):
-        module = type(value).__module__
-        if not module.startswith(_CLOSERS) or isinstance(value, type):
-            continue
-        close = getattr(value, "close", None) or getattr(value, "aclose", None)
-        if callable(close):
-            result = close()
-            if inspect.isawaitable(result):
-                await result
+    def __init__(self) -> None:
+        self.namespace: dict[str, Any] = {"__name__": "__docs__"}
+        self._runner = asyncio.Runner()
+
+    def run(self, block: Block, filename: str, *, first_line: int | None = None) -> str:
+        """Run a block; returns what it printed, after checking its `# -> text` promises."""
+        code = compile_block(block, filename, first_line=first_line)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            result = eval(code, self.namespace)
+            if inspect.iscoroutine(result):
+                self._runner.run(result)
+        printed = out.getvalue()
+        for text in block.expected_output:
+            assert text in printed, f"{filename}: expected output {text!r}, got:\n{printed}"
+        return printed
+
+    def close(self) -> None:
+        """Close the episodex objects the blocks left open (releasing store folders), then the loop."""
+        try:
+            for value in list(self.namespace.values()):
+                if isinstance(value, type) or not type(value).__module__.startswith(_CLOSERS):
+                    continue
+                close = getattr(value, "close", None) or getattr(value, "aclose", None)
+                if callable(close):
+                    result = close()
+                    if inspect.iscoroutine(result):
+                        self._runner.run(result)
+        finally:
+            self._runner.close()
+
+    def __enter__(self) -> BlockRunner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

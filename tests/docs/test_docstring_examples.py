@@ -10,8 +10,9 @@ Conventions for code blocks in docstrings (and in README.md, see `test_readme.py
 - The blocks of one docstring run in order in one namespace, so a "Use" block may use the
   object an "Instantiate" block made. Each docstring starts from a fresh namespace in its own
   empty temporary working directory, so `path="./memory"` lands there.
-- Top-level `await` is allowed: blocks are compiled with `ast.PyCF_ALLOW_TOP_LEVEL_AWAIT` and
-  awaited in the test's event loop, as in a notebook.
+- Top-level `await` is allowed, as in a notebook: blocks are compiled with
+  `ast.PyCF_ALLOW_TOP_LEVEL_AWAIT` and awaited on an event loop that is idle between blocks,
+  so a block may instead call `asyncio.run(main())` as a script does.
 - A line ending in `# -> text` promises output: what the block prints must contain `text`.
 - A block that cannot run here (it needs a server, an API key, or is a fragment) starts with
   the line `# docs: no-run (why)`; in Markdown, the line `<!-- docs: no-run (why) -->` just
@@ -32,9 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from docblocks import compile_block, python_blocks, run_block
-
-from docblocks import close_leftovers
+from docblocks import Block, BlockRunner, compile_block, python_blocks
 
 PACKAGES = ("episodex", "langchain_episodex", "llama_index.memory.episodex")
 OFFLINE_ENV = ("QDRANT_URL", "QDRANT_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
@@ -86,18 +85,15 @@ def docs_workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.mark.parametrize(("qualname", "blocks"), DOCSTRINGS)
-async def test_docstring_code_runs(qualname: str, blocks: list[Any], docs_workdir: Path) -> None:
-    namespace: dict[str, Any] = {"__name__": "__docs__"}
-    try:
-        for i, block in enumerate(blocks):
-            filename = f"<docstring of {qualname}, block {i + 1}>"
+def test_docstring_code_runs(qualname: str, blocks: list[Block], docs_workdir: Path) -> None:
+    with BlockRunner() as runner:
+        for i, block in enumerate(blocks, start=1):
+            filename = f"<docstring of {qualname}, block {i}>"
             if block.no_run_reason is not None:
                 assert block.no_run_reason, f"{filename}: say why it cannot run: # docs: no-run (why)"
                 compile_block(block, filename)
                 continue
-            await run_block(block, namespace, filename)
-    finally:
-        await close_leftovers(namespace)
+            runner.run(block, filename)
 
 
 def test_some_docstring_code_is_run() -> None:
@@ -116,3 +112,47 @@ def test_every_exported_name_is_scanned(package: str) -> None:
         if inspect.isclass(obj) or inspect.isroutine(obj):
             assert f"{package}.{name}" in scanned
     assert package in scanned  # the package docstring itself, even while __all__ is empty
+
+
+MARKDOWN = '''
+Intro.
+
+```python
+import asyncio
+x = await asyncio.sleep(0, result=41)
+print(x + 1)  # -> 42
+```
+
+<!-- docs: no-run (needs a server) -->
+```python
+connect("http://qdrant:6333")
+```
+
+```bash
+echo not python
+```
+
+```python
+# docs: no-run
+await missing()
+```
+
+    ```py
+    asyncio.run(asyncio.sleep(0))
+    ```
+'''
+
+
+def test_block_conventions_are_honoured() -> None:
+    blocks = python_blocks(MARKDOWN)
+    assert [(b.line, b.no_run_reason) for b in blocks] == [
+        (5, None), (12, "needs a server"), (20, ""), (25, None),
+    ]
+    assert blocks[0].expected_output == ["42"]
+    with BlockRunner() as runner:
+        assert runner.run(blocks[0], "<conventions>") == "42\n"  # top-level await, then print
+        compile_block(blocks[1], "<conventions>")  # compiled, never run
+        runner.run(blocks[3], "<conventions>")  # asyncio.run works: the loop is idle between blocks
+        broken = Block("python", "print(1)  # -> 2\n", 1, None)
+        with pytest.raises(AssertionError, match="expected output '2'"):
+            runner.run(broken, "<conventions>")

@@ -79,6 +79,8 @@ def test_support_bot_reports_behaviour_stats(support_bot: subprocess.CompletedPr
     bob = out.index("bob: 3 episodes in 3 conversations, 2025-03-05 to 2025-04-02")
     assert out[bob + 1].startswith("  top flows: account_access x2")
     assert out[bob + 3] == "  sentiment: mean +0.00, trend -0.55 per episode (declining)"
+    assert out[bob + 4] == "  -> bob is getting less happy: route the next chat to a senior agent"
+    assert not any(line.startswith("  -> alice") for line in out)
 
 
 def test_support_bot_keeps_users_apart(support_bot: subprocess.CompletedProcess[str]) -> None:

@@ -14,12 +14,18 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-
+import pytest
 from episodex import EpisodicMemory
 from episodex._plan import Filter
 
 QDRANT_URL = os.environ.get("QDRANT_URL")
+QDRANT_API_KEY = os.environ.get("QDRANT_API_KEY")
 COLLECTION = "episodes"
+
+# The server runs only when QDRANT_URL is set; it needs real sockets.
+BACKENDS: list[Any] = ["edge", "memory"]
+if QDRANT_URL:
+    BACKENDS.append(pytest.param("server", marks=[pytest.mark.server, pytest.mark.enable_socket]))
 
 
 class HashEmbedder:
@@ -83,7 +89,9 @@ def open_memory(backend: str, tmp_path: Any, **kwargs: Any) -> Iterator[Episodic
         mem = EpisodicMemory(location=":memory:", **kwargs)
     else:
         assert QDRANT_URL, "server backend without QDRANT_URL"
-        mem = EpisodicMemory(url=QDRANT_URL, collection_prefix=server_prefix(), **kwargs)
+        mem = EpisodicMemory(
+            url=QDRANT_URL, api_key=QDRANT_API_KEY, collection_prefix=server_prefix(), **kwargs
+        )
     try:
         yield mem
     finally:

@@ -6,17 +6,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from episodex import EpisodicMemory, default_embedder
 
-from ._support import QDRANT_URL, open_memory
-
-# The server runs only when QDRANT_URL is set; it needs real sockets.
-BACKENDS = ["edge", "memory"]
-if QDRANT_URL:
-    BACKENDS.append(
-        pytest.param("server", marks=[pytest.mark.server, pytest.mark.enable_socket])  # type: ignore[arg-type]
-    )
+from ._support import BACKENDS, open_memory
 
 
 @pytest.fixture(params=BACKENDS)

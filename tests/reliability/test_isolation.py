@@ -8,15 +8,23 @@ dictionary model. The same machine runs on every backend.
 from __future__ import annotations
 
 import io
-import shutil
-import tempfile
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+from episodex import (
+    EpisodicMemory,
+    ImportFileError,
+    NotFoundError,
+    SyncEpisodicMemory,
+    ValidationError,
+    default_embedder,
+)
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -28,16 +36,9 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from episodex import (
-    EpisodicMemory,
-    ImportFileError,
-    NotFoundError,
-    SyncEpisodicMemory,
-    ValidationError,
-    default_embedder,
-)
-
 from ._support import (
+    BACKENDS,
+    QDRANT_API_KEY,
     QDRANT_URL,
     HashEmbedder,
     drop_server_collections,
@@ -56,9 +57,6 @@ FLOWS = ("billing", "login", "returns")
 BASE = datetime(2024, 1, 1, tzinfo=UTC)
 BIG = 1000  # limits above any tenant's size: recall must then return the tenant's whole set
 
-BACKENDS: list[Any] = ["edge", "memory"]
-if QDRANT_URL:
-    BACKENDS.append(pytest.param("server", marks=[pytest.mark.server, pytest.mark.enable_socket]))
 
 tenants = st.sampled_from(TENANTS)
 convs = st.sampled_from(CONVS)
@@ -76,34 +74,56 @@ class Episode:
     flows: list[str]
 
 
-def _open(backend: str, folder: Path, embedder: Any) -> EpisodicMemory:
-    if backend == "edge":
-        return EpisodicMemory(folder / "store", embedder=embedder)
+@contextmanager
+def shared_memory(backend: str, folder: Path, embedder: Any) -> Iterator[SyncEpisodicMemory | None]:
+    """One store per test, emptied after each example (creating one on disk takes a second).
+
+    qdrant-client's local mode is cheap to create but slows down as deleted points pile up,
+    so it gets a fresh store per example instead (None here).
+    """
     if backend == "memory":
-        return EpisodicMemory(location=":memory:", embedder=embedder)
-    return EpisodicMemory(url=QDRANT_URL, collection_prefix=server_prefix(), embedder=embedder)
+        yield None
+        return
+    if backend == "edge":
+        raw = EpisodicMemory(folder / "store", embedder=embedder)
+    else:
+        raw = EpisodicMemory(
+            url=QDRANT_URL, api_key=QDRANT_API_KEY, collection_prefix=server_prefix(), embedder=embedder
+        )
+    mem = SyncEpisodicMemory(memory=raw)
+    try:
+        yield mem
+    finally:
+        if backend == "server":
+            drop_server_collections(raw)
+        mem.close()
 
 
 class IsolationMachine(RuleBasedStateMachine):
     """Random operations across 18 tenants, each answer compared with a dictionary model."""
 
-    backend: ClassVar[str] = "memory"
-    embedder: ClassVar[Any] = HashEmbedder()
+    shared: ClassVar[SyncEpisodicMemory | None]
+    embedder: ClassVar[Any]
     operations: ClassVar[int] = 0  # rules run, over every example of this class
 
     def __init__(self) -> None:
         super().__init__()
-        self.folder = Path(tempfile.mkdtemp(prefix="episodex-isolation-"))
-        self.raw = _open(self.backend, self.folder, self.embedder)
-        self.mem = SyncEpisodicMemory(memory=self.raw)
+        if self.shared is None:
+            self.mem = SyncEpisodicMemory(location=":memory:", embedder=self.embedder)
+        else:
+            self.mem = self.shared
+        self.raw: EpisodicMemory = self.mem.memory
         self.model: dict[str, Episode] = {}
         self.clock = 0
+        assert total_points(self.raw) == 0
 
     def teardown(self) -> None:
-        if self.backend == "server":
-            drop_server_collections(self.raw)
-        self.mem.close()
-        shutil.rmtree(self.folder, ignore_errors=True)
+        if self.shared is None:
+            self.mem.close()
+            return
+        # Empty the store for the next example, through the tenant-scoped API.
+        for user, agent in TENANTS:
+            self.mem.forget(user_id=user, agent_id=agent, everything=True)
 
     # -- helpers --------------------------------------------------------------------------
 
@@ -173,7 +193,7 @@ class IsolationMachine(RuleBasedStateMachine):
     @rule(data=st.data(), thief=tenants, text=texts)
     def memorize_over_an_existing_id(self, data: st.DataObject, thief: tuple[str, str], text: str) -> None:
         """Writing with an existing id replaces it for its owner; anyone else is refused."""
-        pid = data.draw(st.sampled_from(sorted(self.model)))
+        pid = data.draw(st.sampled_from(list(self.model)))
         victim = self.model[pid]
         rec = self._record(thief, victim.conv, text, [])
         if (victim.user, victim.agent) == thief:
@@ -261,7 +281,7 @@ class IsolationMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.model)
     @rule(data=st.data(), asker=tenants)
     def get(self, data: st.DataObject, asker: tuple[str, str]) -> None:
-        pid = data.draw(st.sampled_from(sorted(self.model)))
+        pid = data.draw(st.sampled_from(list(self.model)))
         ep = self.model[pid]
         if (ep.user, ep.agent) == asker:
             item = self.mem.get(pid, user_id=asker[0], agent_id=asker[1])
@@ -277,7 +297,7 @@ class IsolationMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.model)
     @rule(data=st.data(), asker=tenants)
     def forget_one(self, data: st.DataObject, asker: tuple[str, str]) -> None:
-        pid = data.draw(st.sampled_from(sorted(self.model)))
+        pid = data.draw(st.sampled_from(list(self.model)))
         ep = self.model[pid]
         n = self.mem.forget(user_id=asker[0], agent_id=asker[1], point_id=pid)
         if (ep.user, ep.agent) == asker:
@@ -329,35 +349,34 @@ class IsolationMachine(RuleBasedStateMachine):
         assert total_points(self.raw) == len(self.model)
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_random_operations_never_cross_tenants(backend: str) -> None:
-    """Over a thousand random operations per backend, with a fake embedder (exact vectors)."""
-    machine = type(f"IsolationMachine_{backend}", (IsolationMachine,), {"backend": backend, "operations": 0})
-    run_state_machine_as_test(machine, settings=settings(
-        max_examples=25,
-        stateful_step_count=50,
-        derandomize=True,
+def _settings(examples: int, steps: int) -> settings:
+    return settings(
+        max_examples=examples,
+        stateful_step_count=steps,
+        derandomize=True,  # fixed seed: the same operations on every run
         database=None,
         deadline=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-    ))
+    )
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_random_operations_never_cross_tenants(backend: str, tmp_path: Path) -> None:
+    """Over a thousand random operations per backend, with a fake embedder (exact vectors)."""
+    embedder = HashEmbedder()
+    with shared_memory(backend, tmp_path, embedder) as mem:
+        attrs = {"shared": mem, "embedder": embedder, "operations": 0}
+        machine = type("IsolationMachine", (IsolationMachine,), attrs)
+        run_state_machine_as_test(machine, settings=_settings(25, 50))
     assert machine.operations >= 1000, machine.operations
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_random_operations_never_cross_tenants_with_the_real_embedder(backend: str) -> None:
+def test_random_operations_never_cross_tenants_with_the_real_embedder(backend: str, tmp_path: Path) -> None:
     """The same machine on the bundled model: real vectors, where identical texts collide."""
-    machine = type(
-        f"RealIsolationMachine_{backend}",
-        (IsolationMachine,),
-        {"backend": backend, "operations": 0, "embedder": default_embedder()},
-    )
-    run_state_machine_as_test(machine, settings=settings(
-        max_examples=6,
-        stateful_step_count=30,
-        derandomize=True,
-        database=None,
-        deadline=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-    ))
+    embedder = default_embedder()
+    with shared_memory(backend, tmp_path, embedder) as mem:
+        attrs = {"shared": mem, "embedder": embedder, "operations": 0}
+        machine = type("IsolationMachine", (IsolationMachine,), attrs)
+        run_state_machine_as_test(machine, settings=_settings(6, 30))
     assert machine.operations >= 100, machine.operations

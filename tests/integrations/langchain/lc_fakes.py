@@ -11,12 +11,13 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
+from pydantic import Field
 
 
 class RecordingChatModel(FakeMessagesListChatModel):
     """Answers from `responses` in turn and keeps every message list it received."""
 
-    received: list[list[BaseMessage]] = []
+    received: list[list[BaseMessage]] = Field(default_factory=list)
 
     def _generate(
         self,

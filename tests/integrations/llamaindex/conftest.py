@@ -23,13 +23,17 @@ class RecordingLLM(MockFunctionCallingLLM):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.response_generator = lambda messages, **_: ChatMessage(role="assistant", content=self.reply)
+        self.response_generator = lambda messages, **_: ChatMessage(
+            role="assistant", content=self.reply
+        )
 
     async def achat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
         self.calls.append([m.model_copy(deep=True) for m in messages])
         return await super().achat(messages, **kwargs)
 
-    async def astream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponseAsyncGen:
+    async def astream_chat(
+        self, messages: Sequence[ChatMessage], **kwargs: Any
+    ) -> ChatResponseAsyncGen:
         self.calls.append([m.model_copy(deep=True) for m in messages])
         return await super().astream_chat(messages, **kwargs)
 

@@ -13,14 +13,13 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallB
 from llama_index.core.memory import InsertMethod, Memory
 from llama_index.core.storage.chat_store.sql import MessageStatus
 from llama_index.core.tools import FunctionTool
-from sqlalchemy.ext.asyncio import AsyncEngine
-
 from llama_index.memory.episodex import (
     SUMMARY_PROMPT,
     EpisodicMemoryBlock,
     from_llama_index,
     offline_tokenizer,
 )
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 # LlamaIndex's workflow engine walks every attribute of an agent when it builds one, pydantic's
 # deprecated ones (`__fields__`, `model_computed_fields` on an instance) included.
@@ -33,7 +32,9 @@ AGENT = "support"
 QUESTION = "Did I ever get my refund for order 1234?"
 
 
-def chat_memory(block: EpisodicMemoryBlock, session_id: str, engine: AsyncEngine, **options: Any) -> Memory:
+def chat_memory(
+    block: EpisodicMemoryBlock, session_id: str, engine: AsyncEngine, **options: Any
+) -> Memory:
     """A LlamaIndex `Memory` with the block and the offline tokenizer (nothing downloads)."""
     return Memory.from_defaults(
         session_id=session_id,
@@ -47,7 +48,12 @@ def chat_memory(block: EpisodicMemoryBlock, session_id: str, engine: AsyncEngine
 def small_chat_memory(block: EpisodicMemoryBlock, session_id: str, engine: AsyncEngine) -> Memory:
     """Short-term memory of about 40 tokens: older turns flush into the block quickly."""
     return chat_memory(
-        block, session_id, engine, token_limit=4000, chat_history_token_ratio=0.01, token_flush_size=10
+        block,
+        session_id,
+        engine,
+        token_limit=4000,
+        chat_history_token_ratio=0.01,
+        token_flush_size=10,
     )
 
 
@@ -57,7 +63,10 @@ def episode_ids(block_text: str) -> list[str]:
 
 async def seed(memory: EpisodicMemory, user: str) -> None:
     episodes = [
-        ("Refund for broken order 1234", "Order 1234 arrived broken; the agent refunded 59 EUR in full."),
+        (
+            "Refund for broken order 1234",
+            "Order 1234 arrived broken; the agent refunded 59 EUR in full.",
+        ),
         ("Favourite colour is teal", "The user said their favourite colour is teal."),
         ("Shipping address changed", "The user moved; the new shipping address is 12 Elm Street."),
         ("Newsletter unsubscribed", "The user asked to stop the weekly newsletter; done."),
@@ -65,7 +74,13 @@ async def seed(memory: EpisodicMemory, user: str) -> None:
     ]
     await memory.memorize_many(
         [
-            {"short_summary": s, "long_summary": long, "user_id": user, "agent_id": AGENT, "conversation_id": f"old-{i}"}
+            {
+                "short_summary": s,
+                "long_summary": long,
+                "user_id": user,
+                "agent_id": AGENT,
+                "conversation_id": f"old-{i}",
+            }
             for i, (s, long) in enumerate(episodes)
         ]
     )
@@ -73,25 +88,36 @@ async def seed(memory: EpisodicMemory, user: str) -> None:
 
 @pytest.mark.parametrize("insert_method", [InsertMethod.SYSTEM, InsertMethod.USER])
 async def test_function_agent_receives_the_episodes_block(
-    memory: EpisodicMemory, user: str, make_llm: Any, insert_method: InsertMethod, chat_engine: AsyncEngine) -> None:
+    memory: EpisodicMemory,
+    user: str,
+    make_llm: Any,
+    insert_method: InsertMethod,
+    chat_engine: AsyncEngine,
+) -> None:
     await seed(memory, user)
     block = EpisodicMemoryBlock(memory=memory, user_id=user, agent_id=AGENT)
     llm = make_llm()
     agent = FunctionAgent(llm=llm, tools=[], system_prompt="You are a support agent.")
 
-    response = await agent.run(QUESTION, memory=chat_memory(block, "today", chat_engine, insert_method=insert_method))
+    response = await agent.run(
+        QUESTION, memory=chat_memory(block, "today", chat_engine, insert_method=insert_method)
+    )
 
     assert str(response) == "Noted."
     sent: list[ChatMessage] = llm.calls[-1]
     if insert_method is InsertMethod.SYSTEM:
-        carriers = [m for m in sent if m.role == MessageRole.SYSTEM and "<memory>" in (m.content or "")]
+        carriers = [
+            m for m in sent if m.role == MessageRole.SYSTEM and "<memory>" in (m.content or "")
+        ]
         assert len(carriers) == 1
         assert sent[-1].role == MessageRole.USER and sent[-1].content == QUESTION
     else:
         carriers = [sent[-1]]
         assert sent[-1].role == MessageRole.USER
         assert (sent[-1].content or "").rstrip().endswith(QUESTION)
-        assert not any("<memory>" in (m.content or "") for m in sent if m.role == MessageRole.SYSTEM)
+        assert not any(
+            "<memory>" in (m.content or "") for m in sent if m.role == MessageRole.SYSTEM
+        )
     text = carriers[0].content or ""
     assert re.search(r"<memory>\s*<episodes>\s*<recalled_episodes>", text)
     assert '<previous_conversations title="From previous conversations">' in text
@@ -105,7 +131,8 @@ async def test_function_agent_receives_the_episodes_block(
 
 
 async def test_flushed_messages_are_recorded_then_recalled_in_a_later_session(
-    memory: EpisodicMemory, user: str, make_llm: Any, chat_engine: AsyncEngine) -> None:
+    memory: EpisodicMemory, user: str, make_llm: Any, chat_engine: AsyncEngine
+) -> None:
     block = EpisodicMemoryBlock(memory=memory, user_id=user, agent_id=AGENT)
     llm = make_llm()
     agent = FunctionAgent(llm=llm, tools=[])
@@ -120,7 +147,9 @@ async def test_flushed_messages_are_recorded_then_recalled_in_a_later_session(
     archived = await monday.aget_all(status=MessageStatus.ARCHIVED)
     assert [m.role for m in archived[:2]] == [MessageRole.USER, MessageRole.ASSISTANT]
     assert await memory.count(user_id=user, agent_id=AGENT, conversation_id="monday") >= 1
-    [episode, *_] = await memory.read_recent(10, user_id=user, agent_id=AGENT, conversation_id="monday")
+    [episode, *_] = await memory.read_recent(
+        10, user_id=user, agent_id=AGENT, conversation_id="monday"
+    )
     oldest = (await memory.read_recent(10, user_id=user, agent_id=AGENT))[-1]
     assert oldest["short_summary_text"] == "My order 1234 arrived broken, I want my money back."
     assert oldest["long_summary_text"] == (
@@ -138,14 +167,18 @@ async def test_flushed_messages_are_recorded_then_recalled_in_a_later_session(
     assert "refund of 59 EUR" in same
 
     # A new session recalls it as a previous conversation.
-    await agent.run("How much was my refund for order 1234?", memory=chat_memory(block, "tuesday", chat_engine))
+    await agent.run(
+        "How much was my refund for order 1234?", memory=chat_memory(block, "tuesday", chat_engine)
+    )
     later = llm.last_input()
     assert '<previous_conversations title="From previous conversations">' in later
     assert 'conversation="monday"' in later
     assert "refund of 59 EUR for order 1234" in later
 
 
-async def test_tools_called_in_flushed_turns_are_recorded(memory: EpisodicMemory, user: str, make_llm: Any, chat_engine: AsyncEngine) -> None:
+async def test_tools_called_in_flushed_turns_are_recorded(
+    memory: EpisodicMemory, user: str, make_llm: Any, chat_engine: AsyncEngine
+) -> None:
     def lookup_order(order_id: str = "1234") -> str:
         """Look up an order's status."""
         return f"Order {order_id}: delivered on May 2."
@@ -155,7 +188,13 @@ async def test_tools_called_in_flushed_turns_are_recorded(memory: EpisodicMemory
             return ChatMessage(role="assistant", content="Your order was delivered on May 2.")
         return ChatMessage(
             role="assistant",
-            blocks=[ToolCallBlock(tool_call_id="call-1", tool_name="lookup_order", tool_kwargs={"order_id": "1234"})],
+            blocks=[
+                ToolCallBlock(
+                    tool_call_id="call-1",
+                    tool_name="lookup_order",
+                    tool_kwargs={"order_id": "1234"},
+                )
+            ],
         )
 
     llm = make_llm()
@@ -172,7 +211,9 @@ async def test_tools_called_in_flushed_turns_are_recorded(memory: EpisodicMemory
     assert "tool: Order 1234: delivered on May 2." in episode["long_summary_text"]
 
 
-async def test_truncation_drops_the_lowest_ranked_episodes_first(memory: EpisodicMemory, user: str) -> None:
+async def test_truncation_drops_the_lowest_ranked_episodes_first(
+    memory: EpisodicMemory, user: str
+) -> None:
     await seed(memory, user)
     block = EpisodicMemoryBlock(memory=memory, user_id=user, agent_id=AGENT)
     count = token_counter()
@@ -192,7 +233,9 @@ async def test_truncation_drops_the_lowest_ranked_episodes_first(memory: Episodi
     assert await block.atruncate("a block this memory did not render", 1) is None
 
 
-async def test_memory_over_its_token_limit_keeps_the_best_episodes(memory: EpisodicMemory, user: str, chat_engine: AsyncEngine) -> None:
+async def test_memory_over_its_token_limit_keeps_the_best_episodes(
+    memory: EpisodicMemory, user: str, chat_engine: AsyncEngine
+) -> None:
     await seed(memory, user)
     block = EpisodicMemoryBlock(memory=memory, user_id=user, agent_id=AGENT)
     tokenizer = offline_tokenizer()
@@ -211,16 +254,24 @@ async def test_memory_over_its_token_limit_keeps_the_best_episodes(memory: Episo
     assert "Refund for broken order 1234" in text
 
 
-async def test_two_users_are_isolated(memory: EpisodicMemory, make_llm: Any, chat_engine: AsyncEngine) -> None:
+async def test_two_users_are_isolated(
+    memory: EpisodicMemory, make_llm: Any, chat_engine: AsyncEngine
+) -> None:
     alice = EpisodicMemoryBlock(memory=memory, user_id="alice-iso", agent_id=AGENT)
     bob = EpisodicMemoryBlock(memory=memory, user_id="bob-iso", agent_id=AGENT)
     other_agent = EpisodicMemoryBlock(memory=memory, user_id="alice-iso", agent_id="sales")
     await alice.aput(
-        [ChatMessage(role="user", content="My locker code is 4417."), ChatMessage(role="assistant", content="Saved.")],
+        [
+            ChatMessage(role="user", content="My locker code is 4417."),
+            ChatMessage(role="assistant", content="Saved."),
+        ],
         session_id="alice-1",
     )
     await bob.aput(
-        [ChatMessage(role="user", content="I play chess on Sundays."), ChatMessage(role="assistant", content="Nice.")],
+        [
+            ChatMessage(role="user", content="I play chess on Sundays."),
+            ChatMessage(role="assistant", content="Nice."),
+        ],
         session_id="bob-1",
     )
     llm = make_llm()
@@ -234,17 +285,24 @@ async def test_two_users_are_isolated(memory: EpisodicMemory, make_llm: Any, cha
     await agent.run("What is my locker code?", memory=chat_memory(alice, "alice-2", chat_engine))
     assert "4417" in llm.last_input() and "chess" not in llm.last_input()
 
-    await agent.run("What is my locker code?", memory=chat_memory(other_agent, "alice-3", chat_engine))
+    await agent.run(
+        "What is my locker code?", memory=chat_memory(other_agent, "alice-3", chat_engine)
+    )
     assert "<memory>" not in llm.last_input()  # same user, another agent: nothing
 
 
-async def test_the_summariser_writes_the_short_summary(memory: EpisodicMemory, user: str, make_llm: Any) -> None:
+async def test_the_summariser_writes_the_short_summary(
+    memory: EpisodicMemory, user: str, make_llm: Any
+) -> None:
     summariser_llm = make_llm(reply="  The user wanted a refund for order 1234 and got it.  ")
     block = EpisodicMemoryBlock(
         memory=memory, user_id=user, agent_id=AGENT, summarizer=from_llama_index(summariser_llm)
     )
     await block.aput(
-        [ChatMessage(role="user", content="Refund order 1234 please."), ChatMessage(role="assistant", content="Done.")],
+        [
+            ChatMessage(role="user", content="Refund order 1234 please."),
+            ChatMessage(role="assistant", content="Done."),
+        ],
         session_id="s1",
     )
     [episode] = await memory.read_recent(1, user_id=user, agent_id=AGENT)
@@ -262,30 +320,58 @@ async def test_a_failing_summariser_still_records_the_episode(
 
     block = EpisodicMemoryBlock(memory=memory, user_id=user, agent_id=AGENT, summarizer=broken)
     with caplog.at_level(logging.WARNING):
-        await block.aput([ChatMessage(role="user", content="Cancel my newsletter.")], session_id="s1")
+        await block.aput(
+            [ChatMessage(role="user", content="Cancel my newsletter.")], session_id="s1"
+        )
     [episode] = await memory.read_recent(1, user_id=user, agent_id=AGENT)
     assert episode["short_summary_text"] == "Cancel my newsletter."
     assert "summarizer failed" in caplog.text
 
 
-async def test_a_fixed_conversation_id_overrides_the_session(memory: EpisodicMemory, user: str) -> None:
-    block = EpisodicMemoryBlock(memory=memory, user_id=user, agent_id=AGENT, conversation_id="ticket-9")
-    await block.aput([ChatMessage(role="user", content="The printer is jammed.")], session_id="random-session")
+async def test_a_fixed_conversation_id_overrides_the_session(
+    memory: EpisodicMemory, user: str
+) -> None:
+    block = EpisodicMemoryBlock(
+        memory=memory, user_id=user, agent_id=AGENT, conversation_id="ticket-9"
+    )
+    await block.aput(
+        [ChatMessage(role="user", content="The printer is jammed.")], session_id="random-session"
+    )
     assert await memory.count(user_id=user, agent_id=AGENT, conversation_id="ticket-9") == 1
-    text = await block.aget([ChatMessage(role="user", content="printer jammed")], session_id="other")
+    text = await block.aget(
+        [ChatMessage(role="user", content="printer jammed")], session_id="other"
+    )
     assert '<same_conversation title="Earlier in this conversation">' in text
+
+
+async def test_recall_options_reach_the_core(memory: EpisodicMemory, user: str) -> None:
+    await seed(memory, user)
+    keyword_only = EpisodicMemoryBlock(
+        memory=memory,
+        user_id=user,
+        agent_id=AGENT,
+        previous_conversation_limit=1,
+        recall_options={"short_weight": 0.0, "long_weight": 0.0, "bm25_weight": 1.0},
+    )
+    text = await keyword_only.aget([ChatMessage(role="user", content="Elm Street")], session_id="s")
+    assert len(episode_ids(text)) == 1 and "12 Elm Street" in text
 
 
 async def test_nothing_to_say_gives_no_block(memory: EpisodicMemory, user: str) -> None:
     block = EpisodicMemoryBlock(memory=memory, user_id=user, agent_id=AGENT)
     assert await block.aget(None) == ""
     assert await block.aget([ChatMessage(role="assistant", content="Hello!")]) == ""
-    assert await block.aget([ChatMessage(role="user", content="anything at all")], session_id="s") == ""
+    assert (
+        await block.aget([ChatMessage(role="user", content="anything at all")], session_id="s")
+        == ""
+    )
     await block.aput([ChatMessage(role="system", content="Be brief.")], session_id="s")
     assert await memory.count(user_id=user, agent_id=AGENT) == 0
 
 
-async def test_messages_without_a_conversation_are_refused(memory: EpisodicMemory, user: str) -> None:
+async def test_messages_without_a_conversation_are_refused(
+    memory: EpisodicMemory, user: str
+) -> None:
     block = EpisodicMemoryBlock(memory=memory, user_id=user, agent_id=AGENT)
     with pytest.raises(ValidationError, match="which conversation"):
         await block.aput([ChatMessage(role="user", content="hello")])
@@ -301,9 +387,12 @@ async def test_messages_without_a_conversation_are_refused(memory: EpisodicMemor
         ({"memory": "./memory"}, "memory:"),
         ({"max_tokens": 0}, "max_tokens:"),
         ({"previous_conversation_limit": -1}, "previous_conversation_limit:"),
+        ({"recall_options": {"user_id": "someone-else"}}, "recall_options ['user_id'] not allowed"),
     ],
 )
-def test_bad_settings_raise_configuration_error(memory: EpisodicMemory, options: dict[str, Any], message: str) -> None:
+def test_bad_settings_raise_configuration_error(
+    memory: EpisodicMemory, options: dict[str, Any], message: str
+) -> None:
     settings: dict[str, Any] = {"memory": memory, "user_id": "u", "agent_id": "a", **options}
     with pytest.raises(ConfigurationError, match=re.escape(message)):
         EpisodicMemoryBlock(**settings)
@@ -312,3 +401,14 @@ def test_bad_settings_raise_configuration_error(memory: EpisodicMemory, options:
 def test_missing_ids_are_named(memory: EpisodicMemory) -> None:
     with pytest.raises(ConfigurationError, match="user_id is required"):
         EpisodicMemoryBlock(memory=memory, agent_id="a")
+
+
+async def test_a_memory_over_its_limit_with_nothing_recalled_still_reads(
+    memory: EpisodicMemory, user: str, chat_engine: AsyncEngine
+) -> None:
+    # Memory asks every truncatable block to shrink, even one that returned nothing ([]).
+    block = EpisodicMemoryBlock(memory=memory, user_id=user, agent_id=AGENT)
+    chat = chat_memory(block, "long", chat_engine, token_limit=20)
+    question = "Tell me everything you know about order 1234, its refund, its shipping and more."
+    await chat.aput(ChatMessage(role="user", content=question))
+    assert [m.content for m in await chat.aget()] == [question]

@@ -1,9 +1,60 @@
-"""langchain-episodex: episodex episodic memory for LangChain."""
+"""langchain-episodex: episodex episodic memory for LangChain.
 
-from langchain_episodex._classic import EpisodicMemory
+- `EpisodicRetriever`, `TaskEpisodeRetriever`: episodes as `Document`s.
+- `EpisodicMemory`: memory for classic chains (extra `classic`).
+- `EpisodicMemoryMiddleware`: memory for `create_agent` agents (extra `agents`).
+- `recall_episodes`, `record_exchange`, `arecord_exchange`: memory for LCEL chains.
+- `from_langchain`: a LangChain model as the core's `prompt -> text` callable.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from langchain_episodex._context import EpisodicContext
+from langchain_episodex._lcel import arecord_exchange, recall_episodes, record_exchange
 from langchain_episodex._llm import from_langchain
 from langchain_episodex._retrievers import EpisodicRetriever
 from langchain_episodex._task_retriever import TaskEpisodeRetriever
 
-__all__ = ["EpisodicContext", "EpisodicMemory", "EpisodicRetriever", "TaskEpisodeRetriever", "from_langchain"]
+if TYPE_CHECKING:
+    from langchain_episodex._classic import EpisodicMemory
+    from langchain_episodex._middleware import EpisodicMemoryMiddleware, LessonSource
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "EpisodicContext",
+    "EpisodicMemory",
+    "EpisodicMemoryMiddleware",
+    "EpisodicRetriever",
+    "LessonSource",
+    "TaskEpisodeRetriever",
+    "__version__",
+    "arecord_exchange",
+    "from_langchain",
+    "recall_episodes",
+    "record_exchange",
+]
+
+# Each needs an optional extra, so it is imported on first use: the package itself
+# imports with langchain-core alone, and a missing extra is named in the ImportError.
+_EXTRAS = {
+    "EpisodicMemory": "langchain_episodex._classic",
+    "EpisodicMemoryMiddleware": "langchain_episodex._middleware",
+    "LessonSource": "langchain_episodex._middleware",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXTRAS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'langchain_episodex' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

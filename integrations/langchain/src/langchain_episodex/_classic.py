@@ -30,7 +30,7 @@ _NOT_THE_INPUT = frozenset({"stop"})
 
 
 class EpisodicMemory(BaseMemory):
-    """Episodic memory for classic chains: recall before each call, record after it.
+    r"""Episodic memory for classic chains: recall before each call, record after it.
 
     `load_memory_variables` recalls episodes for the chain input and returns the
     `<recalled_episodes>` block under `memory_key` (`""` when nothing matched);
@@ -52,17 +52,19 @@ class EpisodicMemory(BaseMemory):
 
     Use with `ConversationChain` (the prompt takes `recalled_episodes` and `input`):
         ```python
+        # docs: no-run (needs a chat model; examples/langchain_classic_chain.py runs this offline)
         from langchain_classic.chains import ConversationChain
         from langchain_core.prompts import PromptTemplate
 
         prompt = PromptTemplate.from_template(
-            "{recalled_episodes}\\nHuman: {input}\\nAI:")
+            "{recalled_episodes}\nHuman: {input}\nAI:")
         chain = ConversationChain(llm=chat_model, memory=memory, prompt=prompt)
         chain.invoke({"input": "Where is my refund?"})
         ```
 
     Async:
         ```python
+        # docs: no-run (continues the block above)
         await chain.ainvoke({"input": "Where is my refund?"})
         ```
     """

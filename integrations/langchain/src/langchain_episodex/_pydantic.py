@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from pydantic import ValidationError as PydanticValidationError
-
 from episodex._errors import ConfigurationError
+from pydantic import ValidationError as PydanticValidationError
 
 __all__ = ["configuration_error"]
 

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Self
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -28,7 +29,15 @@ __all__ = ["ConversationEpisode", "describe_validation_error", "payload_to_item"
 #: Bumped when the stored payload changes shape.
 SCHEMA_VERSION = 1
 
-Id = Annotated[StrictStr, Field(min_length=1, max_length=512)]
+
+def _not_blank_id(value: str) -> str:
+    # Reads refuse whitespace-only ids, so a write with one could never be read or forgotten.
+    if not value.strip():
+        raise ValueError("must contain text, not only whitespace")
+    return value
+
+
+Id = Annotated[StrictStr, Field(min_length=1, max_length=512), AfterValidator(_not_blank_id)]
 NonNegative = Annotated[StrictInt, Field(ge=0)]
 
 
@@ -194,7 +203,7 @@ def describe_validation_error(exc: PydanticValidationError) -> str:
             shown = repr(err.get("input"))
             if len(shown) > 60:
                 shown = shown[:57] + "..."
-            parts.append(f"{loc}: {msg} (got {shown})")
+            parts.append(f"{loc}: {msg}" if "got " in msg else f"{loc}: {msg} (got {shown})")
     return "invalid episode: " + "; ".join(parts)
 
 

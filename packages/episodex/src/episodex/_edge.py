@@ -17,7 +17,6 @@ from episodex._plan import (
     Condition,
     Filter,
     Fused,
-    HasId,
     Hit,
     Match,
     MatchAny,
@@ -88,15 +87,20 @@ def render_request(req: Search | Fused) -> qe.QueryRequest:
     return qe.QueryRequest(
         limit=req.limit,
         prefetches=[_prefetch(s, flt) for s in req.streams],
-        query=qe.Fusion.Rrf(k=req.k, weights=list(req.weights)),
+        # The stub types `query` as Fusion; Rrf is Fusion's nested variant and is accepted.
+        query=qe.Fusion.Rrf(k=req.k, weights=list(req.weights)),  # pyright: ignore[reportArgumentType]
         filter=flt,
         with_payload=_payload_selector(req.with_payload),
     )
 
 
 def _hit(point: Any) -> Hit:
-    score = getattr(point, "score", 0.0)
-    return Hit(id=str(point.id), score=float(score), payload=dict(point.payload or {}))
+    # A hot path (hundreds of hits per recall): the bindings already return fresh objects.
+    return Hit(str(point.id), point.score, point.payload or {})
+
+
+def _record(record: Any) -> Hit:
+    return Hit(str(record.id), 0.0, record.payload or {})
 
 
 def _engine_error(exc: Exception, what: str) -> EngineError:
@@ -169,6 +173,12 @@ class EdgeEngine:
                 sparse_vectors={
                     name: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf) for name in spec.sparse
                 },
+                # Every search is filtered by tenant, so build per-tenant HNSW graphs instead of a
+                # global one (Qdrant's multitenancy guidance: m=0, payload_m=16).
+                hnsw_config=qe.HnswIndexConfig(
+                    m=0 if spec.tenant_key else 16, ef_construct=100, full_scan_threshold=10_000,
+                    payload_m=16 if spec.tenant_key else None,
+                ),
             )
             try:
                 if (folder / "edge_config.json").exists():
@@ -270,7 +280,7 @@ class EdgeEngine:
                 records, next_offset = shard.scroll(request)
             except Exception as exc:
                 raise _engine_error(exc, "scroll failed") from exc
-        hits = [_hit(r) for r in records]
+        hits = [_record(r) for r in records]
         return hits, (None if order is not None or next_offset is None else str(next_offset))
 
     def count(self, collection: str, flt: Filter) -> int:

@@ -6,6 +6,7 @@ is no read, count, export or delete that can reach another tenant's points.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import threading
@@ -22,7 +23,7 @@ from episodex._conversation import ConversationEpisode, payload_to_item
 from episodex._embedders import Embedder
 from episodex._engine import Engine
 from episodex._errors import EmbedderMismatchError, ImportFileError, NotFoundError, ValidationError
-from episodex._plan import CollectionSpec, Filter, Fused, Hit, Match, Point, Search, Stream
+from episodex._plan import CollectionSpec, Filter, Fused, HasId, Hit, Match, Point, Search, Stream
 from episodex._sparse import Bm25Encoder
 
 __all__ = ["EpisodeStore", "ImportReport", "RecallResult", "check_manifest"]
@@ -160,13 +161,55 @@ class EpisodeStore:
         batch_size = _require_count("batch_size", batch_size, minimum=1)
         if isinstance(episodes, Mapping | str | bytes):
             raise ValidationError("memorize_many takes a list of episodes, not a single one")
+        if not isinstance(episodes, Iterable):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValidationError(f"memorize_many takes a list of episodes, got {type(episodes).__name__}")
         parsed = [ConversationEpisode.parse(e, where=f"episode {i}: ") for i, e in enumerate(episodes)]
+        explicit = any(ep.point_id is not None for ep in parsed)
         ids: list[str] = []
-        for start in range(0, len(parsed), batch_size):
-            points = self._points(parsed[start : start + batch_size])
-            self.engine.upsert(self.collection, points)
-            ids.extend(p.id for p in points)
+        # With explicit ids, checking their owners and writing must not interleave with
+        # another writer claiming the same id for someone else.
+        with self._write_lock if explicit else contextlib.nullcontext():
+            foreign = self._foreign_ids(parsed) if explicit else {}
+            if foreign:
+                position, why = min(foreign.items())
+                raise ValidationError(f"episode {position}: {why}")
+            for start in range(0, len(parsed), batch_size):
+                points = self._points(parsed[start : start + batch_size])
+                self.engine.upsert(self.collection, points)
+                ids.extend(p.id for p in points)
         return ids
+
+    def _foreign_ids(self, episodes: Sequence[ConversationEpisode]) -> dict[int, str]:
+        """Positions of episodes whose `point_id` belongs to another user or agent, and why.
+
+        Writing an existing id replaces that point, so an explicit id must never reach a point
+        of another tenant, whether stored already or given earlier in the same batch.
+        """
+        owners: dict[str, tuple[str, str]] = {}
+        foreign: dict[int, str] = {}
+        for i, ep in enumerate(episodes):
+            if ep.point_id is None:
+                continue
+            tenant = (ep.user_id, ep.agent_id)
+            if owners.setdefault(ep.point_id, tenant) != tenant:
+                foreign[i] = f"point_id {ep.point_id!r} is used by another user or agent earlier in the batch"
+        ids = tuple(owners)
+        stored: dict[str, tuple[Any, Any]] = {}
+        for start in range(0, len(ids), 1024):
+            chunk = ids[start : start + 1024]
+            hits, _ = self.engine.scroll(
+                self.collection, Filter(must=(HasId(chunk),)), limit=len(chunk),
+                with_payload=("user_id", "agent_id"),
+            )
+            stored.update((h.id, (h.payload.get("user_id"), h.payload.get("agent_id"))) for h in hits)
+        for i, ep in enumerate(episodes):
+            if ep.point_id in stored and stored[ep.point_id] != (ep.user_id, ep.agent_id):
+                foreign.setdefault(
+                    i,
+                    f"point_id {ep.point_id!r} already belongs to another user or agent; omit "
+                    "point_id to store a new episode",
+                )
+        return foreign
 
     # -- reading -------------------------------------------------------------------------
 
@@ -187,7 +230,7 @@ class EpisodeStore:
     ) -> RecallResult:
         """Hybrid recall: three streams fused by weighted RRF in the engine, split by conversation."""
         base = tenant_filter(user_id, agent_id)
-        if not isinstance(query, str) or not query.strip():
+        if not isinstance(query, str) or not query.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ValidationError(f"query must be a non-empty string, got {query!r}")
         if conversation_id is not None:
             _require_id("conversation_id", conversation_id)
@@ -278,7 +321,7 @@ class EpisodeStore:
     def _find(self, point_id: object, flt: Filter) -> Hit | None:
         from episodex._plan import HasId
 
-        if not isinstance(point_id, str):
+        if not isinstance(point_id, str):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ValidationError(f"point_id must be a UUID string, got {point_id!r}")
         try:
             canonical = str(uuid.UUID(point_id))
@@ -366,9 +409,16 @@ class EpisodeStore:
         if isinstance(destination, str | Path):
             path = Path(destination)
             tmp = path.with_name(f".{path.name}.tmp")
-            with tmp.open("w", encoding="utf-8") as fh:
-                n = _write_jsonl(fh, hits)
-            tmp.replace(path)
+            try:
+                with tmp.open("w", encoding="utf-8") as fh:
+                    n = _write_jsonl(fh, hits)
+                tmp.replace(path)
+            except OSError as exc:
+                tmp.unlink(missing_ok=True)
+                raise ValidationError(
+                    f"cannot write the export file {path}: {exc.strerror or exc}; give a path in "
+                    "a folder that exists and is writable"
+                ) from exc
             return n
         return _write_jsonl(destination, hits)
 
@@ -393,20 +443,34 @@ class EpisodeStore:
         """
         if errors not in ("strict", "skip"):
             raise ValidationError(f"errors must be 'strict' or 'skip', got {errors!r}")
+        # Records end at "\n" only: str.splitlines() would also cut at U+2028 or U+0085,
+        # which json.dumps(ensure_ascii=False) leaves unescaped inside a summary.
+        lines: list[str] | list[bytes]
         if isinstance(source, str | Path):
-            with Path(source).open(encoding="utf-8") as fh:
-                lines = fh.read().splitlines()
+            try:
+                lines = Path(source).read_bytes().split(b"\n")
+            except OSError as exc:
+                raise ValidationError(
+                    f"cannot read the import file {source}: {exc.strerror or exc}; give the path "
+                    "of a JSONL file written by export"
+                ) from exc
         else:
-            lines = source.read().splitlines()
+            lines = source.read().split("\n")
         report = ImportReport()
         valid: list[ConversationEpisode] = []
-        for number, line in enumerate(lines, start=1):
+        numbers: list[int] = []
+        for number, raw in enumerate(lines, start=1):
+            try:
+                line = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+            except UnicodeDecodeError as exc:
+                report.skipped.append((number, f"not UTF-8 text ({exc.reason} at byte {exc.start})"))
+                continue
             if not line.strip():
                 continue
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as exc:
-                report.skipped.append((number, f"not JSON: {exc.msg} at column {exc.colno}"))
+                report.skipped.append((number, f"not JSON: {exc}"))
                 continue
             try:
                 episode = ConversationEpisode.parse(record)
@@ -420,6 +484,13 @@ class EpisodeStore:
                 report.skipped.append((number, f"belongs to agent {episode.agent_id!r}, not {agent_id!r}"))
                 continue
             valid.append(episode)
+            numbers.append(number)
+        # An id owned by another tenant is a bad line too, found before anything is written.
+        foreign = self._foreign_ids(valid)
+        if foreign:
+            report.skipped.extend((numbers[i], why) for i, why in foreign.items())
+            report.skipped.sort()
+            valid = [ep for i, ep in enumerate(valid) if i not in foreign]
         if report.skipped and errors == "strict":
             shown = "; ".join(f"line {n}: {why}" for n, why in report.skipped[:5])
             more = f" (and {len(report.skipped) - 5} more)" if len(report.skipped) > 5 else ""

@@ -5,7 +5,9 @@ EpisodexError
 ├── ConfigurationError            (also a ValueError)
 │   └── EmbedderMismatchError     the store was made with another embedder or dimension
 ├── ValidationError               (also a ValueError) bad input; nothing was written
-│   └── ImportFileError           a line of an import file is not a valid record
+│   ├── ImportFileError           a line of an import file is not a valid record
+│   │   └── StoreFileError        a line of a JSONL episode store is not a valid record
+│   └── GradingError              a grader's answer could not be read as grades
 ├── NotFoundError                 (also a KeyError) no such id for this user and agent
 │   └── EpisodeNotFoundError      no such task episode
 ├── UnknownTagError               (also a KeyError) a working-memory tag that is not registered
@@ -29,8 +31,10 @@ __all__ = [
     "EngineUnavailableError",
     "EpisodeNotFoundError",
     "EpisodexError",
+    "GradingError",
     "ImportFileError",
     "NotFoundError",
+    "StoreFileError",
     "StoreLockedError",
     "UnknownTagError",
     "ValidationError",
@@ -63,6 +67,18 @@ class ImportFileError(ValidationError):
     def __init__(self, message: str, errors: list[tuple[int, str]]) -> None:
         super().__init__(message)
         self.errors = errors
+
+
+class GradingError(ValidationError):
+    """A grader's answer could not be read as grades (for example, an LLM answered garbage)."""
+
+
+class StoreFileError(ImportFileError):
+    """Lines of a JSONL episode file are not valid records; the file was left untouched.
+
+    Attributes:
+        errors: `(line_number, message)` for each bad line, line numbers starting at 1.
+    """
 
 
 class NotFoundError(EpisodexError, KeyError):

@@ -74,7 +74,7 @@ def format_recall(
         max_tokens: The budget for the whole block, counted with `encoding`.
         encoding: A tiktoken encoding name or a token-counting callable.
     """
-    if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 0):
+    if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 0):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise ValidationError(f"max_tokens must be an integer >= 0, got {max_tokens!r}")
     ranked: list[tuple[float, int, int, Mapping[str, Any]]] = []
     for s, (key, _) in enumerate(_SECTIONS):

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from episodex._errors import ConfigurationError, ValidationError
+from episodex._errors import ConfigurationError, GradingError, ValidationError
 from episodex._lessons_model import (
     ActionParts,
     EnvState,
@@ -27,10 +27,6 @@ from episodex._llm import LLMCallable
 __all__ = ["Grader", "GradingError", "LLMGrader", "ProgrammaticGrader", "parse_grading"]
 
 EnvCheck = Callable[[EnvState], bool | tuple[bool, str]]
-
-
-class GradingError(ValidationError):
-    """A grader's answer could not be read as grades (an LLM answered garbage)."""
 
 
 @runtime_checkable
@@ -59,6 +55,8 @@ class ProgrammaticGrader:
     succeeded when the last step's page passes.
 
     ```python
+    from episodex import ProgrammaticGrader
+
     grader = ProgrammaticGrader(expected_actions=["click('12')", "select_option('30', 'High')"])
     grader = ProgrammaticGrader(check=lambda env: "Error" not in env.elements)
     ```
@@ -81,7 +79,7 @@ class ProgrammaticGrader:
             raise ConfigurationError("ProgrammaticGrader needs exactly one of expected_actions=[...] or check=...")
         if expected_actions is not None:
             if isinstance(expected_actions, str) or not all(
-                isinstance(a, str) and a.strip() for a in expected_actions
+                isinstance(a, str) and a.strip() for a in expected_actions  # pyright: ignore[reportUnnecessaryIsInstance]
             ):
                 raise ConfigurationError(
                     f"expected_actions must be a list of non-empty action strings, got {expected_actions!r}"
@@ -184,8 +182,10 @@ class LLMGrader:
     still cannot be read is asked again `retries` times, then raises `GradingError`.
 
     ```python
-    async def llm(prompt: str) -> str:
-        return await my_client.complete(prompt)
+    from episodex import LLMGrader
+
+    async def llm(prompt: str) -> str:  # call your model here
+        return '{"steps": [], "task_success": false, "task_incomplete": "not started"}'
 
     grader = LLMGrader(llm)
     ```
@@ -201,7 +201,7 @@ class LLMGrader:
         if not callable(llm):
             raise ConfigurationError(f"llm must be an async callable taking a prompt, got {llm!r}")
         for name, value in (("retries", retries), ("max_elements", max_elements), ("max_chars", max_chars)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:  # pyright: ignore[reportUnnecessaryIsInstance]
                 raise ConfigurationError(f"{name} must be an integer >= 0, got {value!r}")
         self.llm = llm
         self.retries = retries

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 import logging
 import math
 import uuid
@@ -291,13 +292,20 @@ class StepLessonMemory:
         lessons = StepLessonMemory.from_memory(memory, grader=grader)
         ```
 
-    Use (async), once per attempt:
+    Use (async), once per attempt: start it, read the lessons, record each step, end it.
         ```python
-        await lessons.init_episode("ticket-42", user_id="u1", agent_id="web", task="...")
-        block = await lessons.lessons_block(env, state)   # "" on the first attempt
-        await lessons.record_step_start(env_pre=env, internal_state=state, action="click('12')")
-        ...
-        result = await lessons.end_episode(final_env=env)  # persist, grade, store the grades
+        page = {"url": "https://app.example/tickets/7",
+                "elements": ["[12] button 'Priority'", "[13] button 'Delete'"]}
+        goal = "Set ticket 7 to High priority"
+        await lessons.init_episode("ticket-7", user_id="u1", agent_id="web", task=goal)
+        await lessons.lessons_block(page, goal)  # "" on the first attempt
+        await lessons.record_step_start(env_pre=page, internal_state=goal, action="click('13')",
+                                        action_element_text="Delete")
+        result = await lessons.end_episode(final_env={"url": "https://app.example/tickets"})
+
+        await lessons.init_episode("ticket-7", user_id="u1", agent_id="web", task=goal)
+        print(await lessons.lessons_block(page, goal))  # -> 1. AVOID: [/tickets/7
+        memory.close()
         ```
 
     Without a grader, steps are stored as `pending` and never become lessons: `end_episode`
@@ -389,9 +397,9 @@ class StepLessonMemory:
         new steps continue its numbering.
         """
         scope = _scope(user_id, agent_id, session_id)
-        if task is not None and not isinstance(task, str):
+        if task is not None and not isinstance(task, str):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ValidationError(f"task must be a string, got {task!r}")
-        if run_id is not None and (not isinstance(run_id, str) or not run_id.strip()):
+        if run_id is not None and (not isinstance(run_id, str) or not run_id.strip()):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ValidationError(f"run_id must be a non-empty string, got {run_id!r}")
         rows = await asyncio.to_thread(self._store.scan, scope, ("rep", "run_id"))
         own: list[StepMemory] = []
@@ -583,13 +591,14 @@ class StepLessonMemory:
         """
         episode = self._require_episode()
         env = EnvState.parse(current_env, where="current_env: ")
-        if not isinstance(current_state, str):
+        if not isinstance(current_state, str):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ValidationError(f"current_state must be a string, got {type(current_state).__name__}")
-        given = {
-            "env_threshold": env_threshold, "top_k": top_k, "env_weight": env_weight,
-            "state_weight": state_weight, "final_k": final_k,
-        }
-        options = {k: self.defaults[k] if v is None else v for k, v in given.items()}
+        d = self.defaults
+        threshold = _check_unit("env_threshold", d["env_threshold"] if env_threshold is None else env_threshold)
+        keep = _check_count("top_k", d["top_k"] if top_k is None else top_k, 1)
+        w_env = _check_weight("env_weight", d["env_weight"] if env_weight is None else env_weight)
+        w_state = _check_weight("state_weight", d["state_weight"] if state_weight is None else state_weight)
+        final = _check_count("final_k", d["final_k"] if final_k is None else final_k, 0)
         if episode.rep <= 1:
             return []
         flt = (
@@ -601,7 +610,10 @@ class StepLessonMemory:
         if not candidates:
             return []
         vectors = await asyncio.to_thread(self._store.embed, [current_state or " "])
-        return rank_lessons(candidates, env, vectors[0], **options)
+        return rank_lessons(
+            candidates, env, vectors[0], env_threshold=threshold, top_k=keep,
+            env_weight=w_env, state_weight=w_state, final_k=final,
+        )
 
     async def lessons_block(
         self, current_env: EnvState | Mapping[str, Any], current_state: str, **options: Any
@@ -641,9 +653,14 @@ class SyncStepLessonMemory:
     """The synchronous twin of `StepLessonMemory`: same methods, no `await`.
 
     ```python
-    lessons = SyncStepLessonMemory(StepLessonMemory.from_memory(memory, grader=grader))
-    lessons.init_episode("ticket-42", user_id="u1", agent_id="web")
-    print(lessons.lessons_block(env, state))
+    from episodex import EpisodicMemory, StepLessonMemory, SyncStepLessonMemory
+
+    memory = EpisodicMemory(location=":memory:")
+    lessons = SyncStepLessonMemory(StepLessonMemory.from_memory(memory))
+    lessons.init_episode("ticket-7", user_id="u1", agent_id="web")
+    lessons.lessons_block({"url": "/tickets/7"}, "Set ticket 7 to High")  # "" on rep 1
+    lessons.close()
+    memory.close()
     ```
     """
 
@@ -653,7 +670,7 @@ class SyncStepLessonMemory:
 
     def __getattr__(self, name: str) -> Any:
         target = getattr(self.lessons, name)
-        if not asyncio.iscoroutinefunction(target):
+        if not inspect.iscoroutinefunction(target):
             return target
 
         @functools.wraps(target)

@@ -185,9 +185,9 @@ def import_memories(text: str, fmt: Literal["json", "csv"] = "json") -> list[Ste
 
     Nothing is stored: pass the result to `StepLessonMemory.store_memories`.
     """
-    if not isinstance(text, str):
+    if not isinstance(text, str):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise ValidationError(f"import_memories takes the exported text, got {type(text).__name__}")
-    if fmt == "prompt":
+    if fmt == "prompt":  # pyright: ignore[reportUnnecessaryComparison]
         raise ValidationError("the prompt format is for a model to read and cannot be imported; export json or csv")
     if fmt not in ("json", "csv"):
         raise ValidationError(f"fmt must be 'json' or 'csv', got {fmt!r}")

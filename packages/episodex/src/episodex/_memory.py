@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 import threading
 from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from datetime import datetime
@@ -369,13 +370,15 @@ class SyncEpisodicMemory:
     ```
     """
 
-    def __init__(self, path: str | Path | None = None, /, *, memory: EpisodicMemory | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, path: str | Path | None = None, *, memory: EpisodicMemory | None = None, **kwargs: Any
+    ) -> None:
         self.memory = memory if memory is not None else EpisodicMemory(path, **kwargs)
         self._loop = _LoopThread()
 
     def __getattr__(self, name: str) -> Any:
         target = getattr(self.memory, name)
-        if not asyncio.iscoroutinefunction(target):
+        if not inspect.iscoroutinefunction(target):
             return target
 
         @functools.wraps(target)

@@ -437,12 +437,17 @@ class ReflectiveMemory(BaseMemory):
     the failure is logged on the `episodex` logger and counted in `reflection_failures`.
 
     ```python
-    async def llm(prompt: str) -> str:        # any async str -> str; adapters wrap
-        return "Check the units first."     # LangChain and LlamaIndex models
+    from episodex import Episode, JSONLMemoryStore, ReflectiveMemory, Task, TaskResult
 
-    memory = ReflectiveMemory(store, llm, n=3)
-    stored = await memory.record(episode)     # stored.additional_data["reflection"]
-    block = await memory.recall("Convert 5 miles to km", max_tokens=400)
+    async def llm(prompt: str) -> str:  # any async str -> str; the adapters turn
+        return "Check the units first."  # LangChain and LlamaIndex models into one
+
+    memory = ReflectiveMemory(JSONLMemoryStore("./agent-memory"), llm, n=3)
+    task = Task(instruction="Convert 3 miles to km")
+    episode = Episode(task=task, result=TaskResult(task_id=task.id_, content="4.83 km"))
+    stored = await memory.record(episode)
+    print(stored.additional_data["reflection"])  # -> Check the units first.
+    print(await memory.recall("Convert 5 miles to km", max_tokens=400))  # -> <reflection>
     ```
 
     Args:

@@ -27,7 +27,7 @@ from episodex._episodic import check_manifest
 from episodex._errors import (
     ConfigurationError,
     EpisodeNotFoundError,
-    ImportFileError,
+    StoreFileError,
     ValidationError,
 )
 from episodex._plan import (
@@ -65,7 +65,7 @@ logger = logging.getLogger("episodex")
 #: The fields embedded (and BM25-indexed) when `write` is given no `embedded_text`.
 EMBED_FIELDS = ("instruction", "result", "additional_data", "error")
 
-FilterValue = str | int | bool | Sequence[str]
+FilterValue = str | int | Sequence[str]
 #: `{metadata key: value}`; a dotted key reaches into nested objects, a list value matches any.
 MetadataFilter = Mapping[str, FilterValue]
 
@@ -112,14 +112,6 @@ class BaseMemoryStore(Protocol):
     async def update(self, episode: Episode) -> None:
         """Replace the stored episode with this one's id; `EpisodeNotFoundError` if none."""
         ...
-
-
-class StoreFileError(ImportFileError):
-    """Lines of a JSONL episode file are not valid records; the file was left untouched.
-
-    Attributes:
-        errors: `(line_number, message)` for each bad line, line numbers starting at 1.
-    """
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,7 +184,7 @@ def _search_kwargs(kwargs: Mapping[str, Any], allowed: Sequence[str], store: str
         )
 
 
-def _metadata_filter(value: object) -> dict[str, str | int | bool | tuple[str, ...]]:
+def _metadata_filter(value: object) -> dict[str, str | int | tuple[str, ...]]:
     """Validate a `{metadata key: value}` filter."""
     if value is None:
         return {}
@@ -200,11 +192,18 @@ def _metadata_filter(value: object) -> dict[str, str | int | bool | tuple[str, .
         raise ValidationError(
             f"filter must be a mapping of metadata keys to values, got {type(value).__name__}"
         )
-    checked: dict[str, str | int | bool | tuple[str, ...]] = {}
+    checked: dict[str, str | int | tuple[str, ...]] = {}
     for key, wanted in value.items():  # pyright: ignore[reportUnknownVariableType]
         if not isinstance(key, str) or not key or any(not part for part in key.split(".")):
             raise ValidationError(f"filter key {key!r} must be a metadata key like 'user' or 'run.id'")
-        if isinstance(wanted, str | int | bool):
+        if isinstance(wanted, bool):
+            # The embedded engine's binding reads True as the integer 1 and never matches a
+            # JSON boolean, so a boolean filter would silently find nothing there.
+            raise ValidationError(
+                f"filter value for {key!r} is a boolean, which the embedded engine cannot match; "
+                "store flags as strings (e.g. 'yes'/'no') and filter on those"
+            )
+        if isinstance(wanted, str | int):
             checked[key] = wanted
         elif (
             isinstance(wanted, Sequence)
@@ -214,7 +213,7 @@ def _metadata_filter(value: object) -> dict[str, str | int | bool | tuple[str, .
             checked[key] = tuple(wanted)  # pyright: ignore[reportUnknownArgumentType]
         else:
             raise ValidationError(
-                f"filter value for {key!r} must be a string, an integer, a boolean or a non-empty "
+                f"filter value for {key!r} must be a string, an integer or a non-empty "
                 f"list of strings, got {wanted!r}"
             )
     return checked
@@ -229,7 +228,7 @@ def _lookup(metadata: Mapping[str, Any], key: str) -> Any:
     return value
 
 
-def _matches(metadata: Mapping[str, Any], flt: Mapping[str, str | int | bool | tuple[str, ...]]) -> bool:
+def _matches(metadata: Mapping[str, Any], flt: Mapping[str, str | int | tuple[str, ...]]) -> bool:
     """In-process twin of the Qdrant filter: a list field matches if any element matches."""
     for key, wanted in flt.items():
         value = _lookup(metadata, key)
@@ -282,11 +281,14 @@ class JSONLMemoryStore:
     at a time.
 
     ```python
-    from episodex import JSONLMemoryStore
+    from episodex import Episode, JSONLMemoryStore, Task, TaskResult
 
     store = JSONLMemoryStore("./agent-memory")
-    await store.write(episode)
-    await store.search("convert miles", k=3, filter={"user": "u1"})
+    task = Task(instruction="Convert 3 miles to km")
+    await store.write(Episode(task=task, result=TaskResult(task_id=task.id_, content="4.83 km"),
+                              metadata={"user": "u1"}))
+    hits = await store.search("how far is 3 miles in km", k=3, filter={"user": "u1"})
+    print(hits[0].result)  # -> 4.83 km
     ```
 
     Args:
@@ -618,13 +620,19 @@ class QdrantMemoryStore:
     folder holds conversation and task episodes. Each episode is one point whose id is derived
     from the task id, so writing a task again replaces its episode.
 
-    ```python
-    from episodex import EpisodicMemory, QdrantMemoryStore
+    Open it with `path=` (its own embedded folder), `location=":memory:"`, `url=` (a server),
+    `engine=`, or `memory=` to share an `EpisodicMemory`'s store:
 
-    store = QdrantMemoryStore(path="./agent-memory")          # embedded, its own folder
+    ```python
+    from episodex import Episode, EpisodicMemory, QdrantMemoryStore, Task, TaskResult
+
     memory = EpisodicMemory(path="./memory")
-    store = QdrantMemoryStore(memory=memory)                  # shares memory's store folder
-    await store.search("convert miles", k=3, score_threshold=0.3, filter={"user": "u1"})
+    store = QdrantMemoryStore(memory=memory)  # the same folder, its own collection
+    task = Task(instruction="Convert 3 miles to km")
+    await store.write(Episode(task=task, result=TaskResult(task_id=task.id_, content="4.83 km")))
+    hits = await store.search("miles to kilometres", k=3, score_threshold=0.3)
+    print(hits[0].result)  # -> 4.83 km
+    memory.close()
     ```
 
     Args:
@@ -918,7 +926,7 @@ def _weight_arg(name: str, value: object) -> float:
     return float(value)
 
 
-def _plan_filter(flt: Mapping[str, str | int | bool | tuple[str, ...]]) -> Filter:
+def _plan_filter(flt: Mapping[str, str | int | tuple[str, ...]]) -> Filter:
     conditions: list[Condition] = []
     for key, wanted in flt.items():
         path = f"metadata.{key}"

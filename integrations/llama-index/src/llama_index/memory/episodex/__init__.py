@@ -11,6 +11,7 @@ memory = Memory.from_defaults(memory_blocks=[block], tokenizer_fn=offline_tokeni
 """
 
 from llama_index.memory.episodex._episodes_block import SUMMARY_PROMPT, EpisodicMemoryBlock
+from llama_index.memory.episodex._lessons_block import LessonsMemoryBlock, LessonSource
 from llama_index.memory.episodex._llm import from_llama_index, offline_tokenizer
 from llama_index.memory.episodex._retriever import EpisodicRetriever
 
@@ -18,6 +19,8 @@ __all__ = [
     "SUMMARY_PROMPT",
     "EpisodicMemoryBlock",
     "EpisodicRetriever",
+    "LessonSource",
+    "LessonsMemoryBlock",
     "from_llama_index",
     "offline_tokenizer",
 ]

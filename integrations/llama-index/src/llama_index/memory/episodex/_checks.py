@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Generator, Mapping
+from typing import Any
 
-from episodex._errors import ConfigurationError
 from pydantic import ValidationError as PydanticValidationError
 
-__all__ = ["configuration_errors", "require_id"]
+from episodex._errors import ConfigurationError
+
+__all__ = ["RECALL_OPTIONS", "check_recall_options", "configuration_errors", "require_id"]
+
+RECALL_OPTIONS = frozenset({"short_weight", "long_weight", "bm25_weight", "stage1_limit", "rrf_k"})
+"""The `EpisodicMemory.recall` options an adapter passes through; ids and limits are its own."""
 
 
 def require_id(name: str, value: object) -> str:
@@ -18,8 +23,19 @@ def require_id(name: str, value: object) -> str:
     return value
 
 
+def check_recall_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of `options`, or `ConfigurationError` naming any key recall does not take here."""
+    unknown = sorted(str(k) for k in options if k not in RECALL_OPTIONS)
+    if unknown:
+        raise ConfigurationError(
+            f"recall_options {unknown} not allowed: give only {sorted(RECALL_OPTIONS)} "
+            "(ids and limits have their own settings)"
+        )
+    return dict(options)
+
+
 @contextlib.contextmanager
-def configuration_errors(owner: str) -> Iterator[None]:
+def configuration_errors(owner: str) -> Generator[None]:
     """Turn a pydantic validation failure while building `owner` into a `ConfigurationError`."""
     try:
         yield

@@ -7,16 +7,13 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from episodex._errors import ValidationError
-from episodex._format import format_recall
-from episodex._llm import LLMCallable
-from episodex._memory import EpisodicMemory
-from episodex._tokens import DEFAULT_ENCODING, token_counter
-from llama_index.core.base.llms.types import ChatMessage
+from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.memory.memory import BaseMemoryBlock
-from pydantic import Field, PrivateAttr, field_validator
-
-from llama_index.memory.episodex._checks import configuration_errors, require_id
+from llama_index.memory.episodex._checks import (
+    check_recall_options,
+    configuration_errors,
+    require_id,
+)
 from llama_index.memory.episodex._messages import (
     exchange_text,
     latest_user_text,
@@ -24,6 +21,13 @@ from llama_index.memory.episodex._messages import (
     session_of,
     tools_called,
 )
+from pydantic import Field, PrivateAttr, field_validator
+
+from episodex._errors import ConfigurationError, ValidationError
+from episodex._format import format_recall
+from episodex._llm import LLMCallable
+from episodex._memory import EpisodicMemory
+from episodex._tokens import DEFAULT_ENCODING, token_counter
 
 __all__ = ["SUMMARY_PROMPT", "EpisodicMemoryBlock"]
 
@@ -88,7 +92,7 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
     name: str = Field(default="episodes")
     """The tag the block gets inside `<memory>`."""
     priority: int = Field(default=1)
-    """`Memory` truncates blocks of priority 1 and up first; 0 would never truncate this block."""
+    """Over its token limit, `Memory` shrinks priority 1 blocks first, then 2, ...; 0: never."""
     memory: EpisodicMemory = Field(exclude=True)
     """The episodic memory that stores and recalls the episodes."""
     user_id: str
@@ -132,6 +136,14 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
             raise ValueError("must be a non-empty string")
         return value
 
+    @field_validator("recall_options")
+    @classmethod
+    def _recall_options(cls, value: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return check_recall_options(value)
+        except ConfigurationError as exc:
+            raise ValueError(str(exc)) from None
+
     @field_validator("conversation_id")
     @classmethod
     def _optional_id(cls, value: str | None) -> str | None:
@@ -171,7 +183,8 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
         Counts with this block's `encoding`; returns None when nothing fits, and also for a
         text this block did not render lately (then `Memory` drops it whole, its default).
         """
-        result = self._renders.get(content)
+        # Memory also asks blocks that returned nothing, passing them an empty list.
+        result = self._renders.get(content) if isinstance(content, str) else None  # pyright: ignore[reportUnnecessaryIsInstance]
         if result is None:
             return None
         budget = token_counter(self.encoding)(content) - max(int(tokens_to_truncate), 0)
@@ -228,10 +241,12 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
             except Exception:
                 # The messages have already left short-term memory: record them with the
                 # extract rather than lose them to a failing model.
-                logger.warning("summarizer failed; recording the episode with an extract", exc_info=True)
+                logger.warning(
+                    "summarizer failed; recording the episode with an extract", exc_info=True
+                )
             else:
                 if text:
                     return _clip(text, self.short_summary_chars)
-        said = [message_text(m) for m in messages if m.role.value == "user"]
+        said = [message_text(m) for m in messages if m.role == MessageRole.USER]
         extract = " / ".join(t for t in said if t) or exchange
         return _clip(" ".join(extract.split()), self.short_summary_chars)

@@ -7,10 +7,9 @@ from typing import Any, Protocol, runtime_checkable
 
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.memory.memory import BaseMemoryBlock
-from pydantic import Field
-
 from llama_index.memory.episodex._checks import configuration_errors
 from llama_index.memory.episodex._messages import latest_user_text
+from pydantic import Field
 
 __all__ = ["LessonSource", "LessonsMemoryBlock"]
 
@@ -44,10 +43,11 @@ class LessonsMemoryBlock(BaseMemoryBlock[str]):
     Instantiate:
         ```python
         from episodex import EpisodicMemory, ProgrammaticGrader, StepLessonMemory
-        from llama_index.memory.episodex import LessonsMemoryBlock
+        from llama_index.core.memory import Memory
+        from llama_index.memory.episodex import LessonsMemoryBlock, offline_tokenizer
 
         lessons = StepLessonMemory.from_memory(
-            EpisodicMemory(path="./memory"), grader=ProgrammaticGrader(expected_actions=[...])
+            EpisodicMemory(path="./memory"), grader=ProgrammaticGrader(expected_actions=["click('12')"])
         )
         block = LessonsMemoryBlock(lessons=lessons)
         ```
@@ -55,7 +55,7 @@ class LessonsMemoryBlock(BaseMemoryBlock[str]):
     Use (async), on each attempt:
         ```python
         await lessons.init_episode("ticket-42", user_id="u1", agent_id="web", task="...")
-        block.current_env = {"url": "https://app/tickets", "elements": [...]}
+        block.current_env = {"url": "https://app/tickets", "elements": ["[12] button 'Priority'"]}
         memory = Memory.from_defaults(memory_blocks=[block], tokenizer_fn=offline_tokenizer())
         ```
     """

@@ -29,7 +29,11 @@ def tools_called(messages: Sequence[ChatMessage]) -> list[str]:
     names: list[str] = []
     for message in messages:
         for block in message.blocks:
-            if isinstance(block, ToolCallBlock) and block.tool_name and block.tool_name not in names:
+            if (
+                isinstance(block, ToolCallBlock)
+                and block.tool_name
+                and block.tool_name not in names
+            ):
                 names.append(block.tool_name)
     return names
 

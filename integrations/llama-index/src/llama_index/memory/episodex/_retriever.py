@@ -6,13 +6,13 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from episodex._errors import ConfigurationError
-from episodex._memory import EpisodicMemory
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from llama_index.memory.episodex._checks import check_recall_options, require_id
 
-from llama_index.memory.episodex._checks import require_id
+from episodex._errors import ConfigurationError
+from episodex._memory import EpisodicMemory
 
 __all__ = ["EpisodicRetriever"]
 
@@ -84,14 +84,17 @@ class EpisodicRetriever(BaseRetriever):
         from episodex import EpisodicMemory
         from llama_index.memory.episodex import EpisodicRetriever
 
-        retriever = EpisodicRetriever(EpisodicMemory(path="./memory"), user_id="u1",
-                                      agent_id="support")
+        memory = EpisodicMemory(path="./memory")
+        await memory.memorize(short_summary="Refund issued for order 4471",
+                              long_summary="The blender arrived broken; the agent refunded it.",
+                              user_id="u1", agent_id="support", conversation_id="c1")
+        retriever = EpisodicRetriever(memory, user_id="u1", agent_id="support")
         ```
 
     Use:
         ```python
         nodes = retriever.retrieve("did I get my refund?")
-        nodes[0].node.metadata["conversation_id"]
+        print(nodes[0].node.metadata["conversation_id"])  # -> c1
         ```
 
     Async:
@@ -136,7 +139,7 @@ class EpisodicRetriever(BaseRetriever):
             require_id("conversation_id", conversation_id)
         self.conversation_id = conversation_id
         self._options: dict[str, Any] = {
-            **(recall_options or {}),
+            **check_recall_options(recall_options or {}),
             "previous_conversation_limit": previous_conversation_limit,
             "same_conversation_limit": same_conversation_limit,
         }

@@ -1,0 +1,513 @@
+"""Recall quality on the LoCoMo development split: dense only, BM25 only and hybrid.
+
+    .venv/bin/python benchmarks/recall_quality.py             # the three modes, default recipe
+    .venv/bin/python benchmarks/recall_quality.py --explore   # + weights, rrf_k, ingestion recipes
+    .venv/bin/python benchmarks/recall_quality.py --short-weight 0.2 --long-weight 0.3 \\
+        --bm25-weight 0.5 --rrf-k 10 --stage1 100 --window 1,1 --date long
+
+Every turn of a conversation is memorized as one episode of that conversation's user
+(user_id = the conversation, conversation_id = its session), each question is recalled with
+that user only, and the recalled episodes' `dia_id`s are compared with the question's evidence.
+No LLM anywhere. Writes `benchmarks/results/recall_quality.md`, `.json` and PNG plots.
+
+The ingestion recipe decides the two summaries (BM25 indexes both, joined):
+- short summary: `Speaker: text` of the turn (with the caption of a shared photo);
+- long summary: the turn with `before`/`after` neighbouring turns of the same session
+  (`--window before,after`), prefixed with the session date unless `--date none`
+  (`--date both` also prefixes the short summary).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import (
+    CACHE,
+    LOCOMO,
+    RESULTS,
+    Conversation,
+    DiskVectorCache,
+    Turn,
+    load_locomo,
+    machine,
+    md_table,
+    turn_line,
+    window,
+)
+from episodex import EpisodicMemory
+from episodex._embedders import Embedder, VectorCacheEmbedder, default_embedder
+
+AGENT = "locomo"
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+METRICS = ("turn_any@5", "turn_any@10", "turn_all@10", "session_any@5")
+
+
+# -- configurations -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """What goes into the short and the long summary of a turn's episode."""
+
+    before: int = 1
+    after: int = 1
+    date: str = "long"  # none | long | both
+
+    @property
+    def name(self) -> str:
+        return f"window {self.before},{self.after}, date in {self.date}"
+
+    def summaries(self, turns: Sequence[Turn], i: int) -> tuple[str, str]:
+        turn = turns[i]
+        short = turn_line(turn)
+        lines = "\n".join(turn_line(t) for t in window(turns, i, self.before, self.after)) if (
+            self.before or self.after
+        ) else short
+        long = f"{turn.date}\n{lines}" if self.date in ("long", "both") else lines
+        if self.date == "both":
+            short = f"{turn.date}: {short}"
+        return short, long
+
+
+@dataclass(frozen=True)
+class Search:
+    """Recall options, as `EpisodicMemory.recall` takes them."""
+
+    short_weight: float = 0.2
+    long_weight: float = 0.3
+    bm25_weight: float = 0.5
+    rrf_k: int = 10
+    stage1: int = 100
+    label: str = ""
+
+    @property
+    def name(self) -> str:
+        w = f"{self.short_weight:g}/{self.long_weight:g}/{self.bm25_weight:g}"
+        return self.label or f"hybrid {w} k={self.rrf_k}" + ("" if self.stage1 == 100 else f" s1={self.stage1}")
+
+
+DEFAULT_RECIPE = Recipe()
+DEFAULT = Search(label="hybrid (default 0.2/0.3/0.5, k=10)")
+DENSE = Search(0.5, 0.5, 0.0, label="dense only (short+long)")
+BM25 = Search(0.0, 0.0, 1.0, label="BM25 only")
+
+
+def parse_session_date(text: str) -> datetime | None:
+    try:
+        return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+# -- the embedder: cached document AND query vectors -------------------------------------
+
+
+class CachedQueries:
+    """An `Embedder` over a `VectorCacheEmbedder` that also serves precomputed query vectors.
+
+    Quality does not depend on how fast a query is embedded, so each question is embedded once
+    (for real, with `embed_query`) and reused by every configuration.
+    """
+
+    def __init__(self, inner: Embedder, queries: dict[str, np.ndarray]) -> None:
+        self._inner = inner
+        self._queries = queries
+
+    @property
+    def model_id(self) -> str:
+        return self._inner.model_id
+
+    @property
+    def dimension(self) -> int:
+        return self._inner.dimension
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        return self._inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        vec = self._queries.get(text)
+        return vec if vec is not None else self._inner.embed_query(text)
+
+
+def prepare_embedder(
+    convs: Sequence[Conversation], recipes: Sequence[Recipe], cache_dir: Path, *, progress: bool
+) -> CachedQueries:
+    real = default_embedder()
+    docs = DiskVectorCache(real.model_id, cache_dir)
+    texts = sorted({t for c in convs for r in recipes for i in range(len(c.turns)) for t in r.summaries(c.turns, i)})
+    todo = docs.missing(texts)
+    if todo:
+        bar = tqdm(total=len(todo), desc="embed episode texts (cached)", unit="text", disable=not progress)
+        docs.fill(real, todo, progress=bar.update)
+        bar.close()
+    qcache = DiskVectorCache(f"query-{real.model_id}", cache_dir)
+    questions = sorted({q.question for c in convs for q in c.questions})
+    missing = qcache.missing(questions)
+    if missing:
+        bar = tqdm(total=len(missing), desc="embed questions (cached)", unit="q", disable=not progress)
+
+        class _AsQuery:
+            def embed_documents(self, batch: Sequence[str]) -> np.ndarray:
+                out = np.stack([real.embed_query(t) for t in batch])
+                bar.update(len(batch))
+                return out
+
+        qcache.fill(_AsQuery(), missing, batch=64)  # type: ignore[arg-type]
+        bar.close()
+    return CachedQueries(VectorCacheEmbedder(real, docs.table(texts)), qcache.table(questions))
+
+
+# -- ingest and evaluate ------------------------------------------------------------------
+
+
+def ingest(mem: EpisodicMemory, conv: Conversation, recipe: Recipe) -> None:
+    episodes = []
+    for i, turn in enumerate(conv.turns):
+        short, long = recipe.summaries(conv.turns, i)
+        when = parse_session_date(turn.date)
+        episodes.append({
+            "short_summary": short,
+            "long_summary": long,
+            "user_id": conv.name,
+            "agent_id": AGENT,
+            "conversation_id": f"session-{turn.session}",
+            "start_index": turn.index,
+            "timestamp_begin": when,
+            "timestamp_end": when,
+            "metadata": {"dia_id": turn.dia_id, "session": turn.session},
+        })
+    mem.store.memorize_many(episodes)
+
+
+def recalled(mem: EpisodicMemory, conv: Conversation, question: str, search: Search, k: int = 10) -> list[str]:
+    res = mem.store.recall(
+        user_id=conv.name,
+        agent_id=AGENT,
+        query=question,
+        previous_conversation_limit=k,
+        same_conversation_limit=0,
+        short_weight=search.short_weight,
+        long_weight=search.long_weight,
+        bm25_weight=search.bm25_weight,
+        stage1_limit=search.stage1,
+        rrf_k=search.rrf_k,
+    )
+    return [item["metadata"]["dia_id"] for item in res["previous_conversations"]]
+
+
+def score(ranked: Sequence[str], evidence: Sequence[str]) -> dict[str, float]:
+    ev = set(evidence)
+    top5, top10 = set(ranked[:5]), set(ranked[:10])
+    ev_sessions = {e.split(":")[0] for e in ev}
+    s5 = {r.split(":")[0] for r in ranked[:5]}
+    return {
+        "turn_any@5": float(bool(ev & top5)),
+        "turn_any@10": float(bool(ev & top10)),
+        "turn_all@10": float(ev <= top10),
+        "session_any@5": float(bool(ev_sessions & s5)),
+    }
+
+
+def evaluate(
+    mems: dict[str, EpisodicMemory], convs: Sequence[Conversation], search: Search
+) -> dict[str, Any]:
+    """Per question scores, aggregated per category, per conversation and overall (cat. 1-4)."""
+    rows: list[tuple[str, int, dict[str, float]]] = []
+    for conv in convs:
+        for q in conv.questions:
+            if q.category not in CATEGORIES or not q.evidence:
+                continue
+            rows.append((conv.name, q.category, score(recalled(mems[conv.name], conv, q.question, search), q.evidence)))
+
+    def agg(sel: Sequence[dict[str, float]]) -> dict[str, float]:
+        return {m: (sum(r[m] for r in sel) / len(sel) if sel else float("nan")) for m in METRICS} | {"n": len(sel)}
+
+    out: dict[str, Any] = {"all": agg([r for _, _, r in rows])}
+    out["by_category"] = {CATEGORIES[c]: agg([r for _, cc, r in rows if cc == c]) for c in CATEGORIES}
+    out["by_conversation"] = {c.name: agg([r for n, _, r in rows if n == c.name]) for c in convs}
+    return out
+
+
+class Bench:
+    """One Qdrant Edge store per recipe, every conversation ingested, reused across searches."""
+
+    def __init__(self, convs: Sequence[Conversation], embedder: Embedder, folder: Path) -> None:
+        self.convs = convs
+        self.embedder = embedder
+        self.folder = folder
+        self._open: dict[Recipe, dict[str, EpisodicMemory]] = {}
+
+    def mems(self, recipe: Recipe) -> dict[str, EpisodicMemory]:
+        if recipe not in self._open:
+            path = self.folder / f"quality-{recipe.before}-{recipe.after}-{recipe.date}"
+            shutil.rmtree(path, ignore_errors=True)
+            mem = EpisodicMemory(path=path, embedder=self.embedder)
+            for conv in self.convs:
+                ingest(mem, conv, recipe)
+            self._open[recipe] = {c.name: mem for c in self.convs}
+        return self._open[recipe]
+
+    def run(self, recipe: Recipe, search: Search) -> dict[str, Any]:
+        t = time.perf_counter()
+        res = evaluate(self.mems(recipe), self.convs, search)
+        res["recipe"] = recipe.name
+        res["search"] = search.name
+        res["seconds"] = time.perf_counter() - t
+        return res
+
+    def close(self) -> None:
+        seen: set[int] = set()
+        for mems in self._open.values():
+            for mem in mems.values():
+                if id(mem) not in seen:
+                    seen.add(id(mem))
+                    mem.close()
+
+
+# -- exploration --------------------------------------------------------------------------
+
+
+def exploration_grid() -> tuple[list[Search], list[Recipe]]:
+    searches = [
+        Search(0.2, 0.3, 0.5, 10),
+        Search(0.2, 0.3, 0.5, 60),
+        Search(1, 1, 1, 10, label="hybrid equal 1/1/1 k=10"),
+        Search(1, 1, 1, 60, label="hybrid equal 1/1/1 k=60"),
+        Search(0.25, 0.25, 0.5, 10),
+        Search(0.25, 0.25, 0.5, 60),
+        Search(0.1, 0.4, 0.5, 60),
+        Search(0.4, 0.1, 0.5, 60),
+        Search(0.3, 0.3, 0.4, 60),
+        Search(0.35, 0.35, 0.3, 60),
+        Search(0.2, 0.3, 0.5, 30),
+        Search(0.2, 0.3, 0.5, 100),
+        Search(1.0, 0.0, 0.0, label="dense short only"),
+        Search(0.0, 1.0, 0.0, label="dense long only"),
+    ]
+    recipes = [
+        Recipe(0, 0, "long"),
+        Recipe(0, 0, "none"),
+        Recipe(1, 1, "none"),
+        Recipe(1, 1, "both"),
+        Recipe(2, 2, "long"),
+        Recipe(0, 2, "long"),
+    ]
+    return searches, recipes
+
+
+def explore(bench: Bench, base: Recipe, *, progress: bool) -> list[dict[str, Any]]:
+    searches, recipes = exploration_grid()
+    out: list[dict[str, Any]] = []
+    for s in tqdm(searches, desc="search options", disable=not progress):
+        out.append(bench.run(base, s))
+    for r in tqdm(recipes, desc="recipes", disable=not progress):
+        for s in (DENSE, BM25, DEFAULT, Search(0.2, 0.3, 0.5, 60), Search(1, 1, 1, 60, label="hybrid equal 1/1/1 k=60")):
+            out.append(bench.run(r, s))
+    return out
+
+
+# -- report -------------------------------------------------------------------------------
+
+
+def pct(x: float) -> float:
+    return 100.0 * x
+
+
+def table_modes(results: Sequence[dict[str, Any]]) -> str:
+    rows = []
+    for res in results:
+        for cat, v in [*res["by_category"].items(), ("all 1-4", res["all"])]:
+            rows.append([res["search"], cat, v["n"], *(pct(v[m]) for m in METRICS)])
+    return md_table(["mode", "category", "questions", *(f"{m} %" for m in METRICS)], rows)
+
+
+def table_explore(results: Sequence[dict[str, Any]], baseline: dict[str, Any], convs: Sequence[str]) -> str:
+    rows = []
+    for res in results:
+        per_conv = [pct(res["by_conversation"][c]["turn_any@10"]) for c in convs]
+        base_conv = [pct(baseline["by_conversation"][c]["turn_any@10"]) for c in convs]
+        wins = sum(1 for a, b in zip(per_conv, base_conv, strict=True) if a > b + 1e-9)
+        losses = sum(1 for a, b in zip(per_conv, base_conv, strict=True) if a < b - 1e-9)
+        rows.append([
+            res["recipe"], res["search"], *(pct(res["all"][m]) for m in METRICS),
+            *per_conv, f"{wins}/{losses}",
+        ])
+    return md_table(
+        ["recipe", "search", *(f"{m} %" for m in METRICS), *(f"{c} any@10 %" for c in convs),
+         "convs better/worse (any@10)"],
+        rows,
+    )
+
+
+def plot_modes(results: Sequence[dict[str, Any]], out: Path, name: str, metric: str = "turn_any@10") -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cats = [*CATEGORIES.values(), "all 1-4"]
+    fig, ax = plt.subplots(figsize=(7.5, 4.0))
+    width = 0.8 / len(results)
+    for j, res in enumerate(results):
+        vals = [pct(res["by_category"][c][metric]) if c in res["by_category"] else pct(res["all"][metric]) for c in cats]
+        ax.bar(np.arange(len(cats)) + j * width, vals, width, label=f"{res['search']} ({res['recipe']})")
+    ax.set_xticks(np.arange(len(cats)) + width * (len(results) - 1) / 2, cats)
+    ax.set_ylabel(f"{metric} %")
+    ax.set_ylim(0, 100)
+    ax.set_title(f"LoCoMo dev (3 conversations): {metric}")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / name, dpi=110)
+    plt.close(fig)
+
+
+def report(payload: dict[str, Any], out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "recall_quality.json").write_text(json.dumps(payload, indent=2, default=str))
+    m = payload["machine"]
+    convs = payload["conversations"]
+    lines = [
+        "# Recall quality on the LoCoMo development split",
+        "",
+        f"Run {m['date']}; conversations {', '.join(convs)} ({payload['questions']} questions of "
+        "categories 1-4 with evidence; category 5 is adversarial and has no evidence to find). "
+        "Embedder: the bundled all-MiniLM-L6-v2 (int8). Engine: embedded Qdrant Edge.",
+        "",
+        f"Ingestion recipe: {payload['recipe']} (one episode per turn; short summary = the turn, "
+        "long summary = the turn with its neighbours of the same session).",
+        "",
+        "## Dense only, BM25 only, hybrid",
+        "",
+        table_modes(payload["modes"]),
+        "",
+        "![recall_any@10 by category](quality_modes.png)",
+        "",
+    ]
+    if payload.get("custom"):
+        lines += ["## The configuration asked for", "", table_modes([payload["custom"]]), ""]
+    if payload.get("explore"):
+        lines += [
+            "## Exploration",
+            "",
+            "Overall figures are over all category 1-4 questions of the three conversations; the "
+            "per-conversation columns and the last column (conversations where turn recall_any@10 "
+            f"beats / trails the baseline, {payload['modes'][2]['search']} with the default recipe) "
+            "check that a gain is not one conversation's luck.",
+            "",
+            table_explore(payload["explore"], payload["modes"][2], convs),
+            "",
+        ]
+        if payload.get("recommended"):
+            lines += ["## Recommended against the current default", "", table_modes(payload["recommended"]), "",
+                      "![default vs recommended](quality_recommended.png)", ""]
+    (out / "recall_quality.md").write_text("\n".join(lines) + "\n")
+    plot_modes(payload["modes"], out, "quality_modes.png")
+    if payload.get("recommended"):
+        plot_modes(payload["recommended"], out, "quality_recommended.png")
+
+
+# -- main ---------------------------------------------------------------------------------
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--data", type=Path, default=LOCOMO)
+    p.add_argument("--conversations", default=None, help="comma list of file stems (default all)")
+    p.add_argument("--max-turns", type=int, default=None, help="keep only the first N turns (smoke runs)")
+    p.add_argument("--max-questions", type=int, default=None, help="keep only the first N questions")
+    p.add_argument("--short-weight", type=float, default=None)
+    p.add_argument("--long-weight", type=float, default=None)
+    p.add_argument("--bm25-weight", type=float, default=None)
+    p.add_argument("--rrf-k", type=int, default=None)
+    p.add_argument("--stage1", type=int, default=None)
+    p.add_argument("--window", default="1,1", help="neighbouring turns before,after in the long summary")
+    p.add_argument("--date", default="long", choices=("none", "long", "both"))
+    p.add_argument("--explore", action="store_true", help="also run the exploration grid")
+    p.add_argument("--recommend", default=None,
+                   help="'before,after,date;short,long,bm25,k' to report against the default")
+    p.add_argument("--cache", type=Path, default=CACHE)
+    p.add_argument("--out", type=Path, default=RESULTS)
+    p.add_argument("--no-progress", action="store_true")
+    return p.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    args = parse_args(argv)
+    progress = not args.no_progress
+    names = args.conversations.split(",") if args.conversations else None
+    convs = load_locomo(args.data, names)
+    for c in convs:
+        if args.max_turns is not None:
+            c.turns = c.turns[: args.max_turns]
+            kept = {t.dia_id for t in c.turns}
+            c.questions = [q for q in c.questions if q.evidence and set(q.evidence) <= kept]
+        if args.max_questions is not None:
+            c.questions = c.questions[: args.max_questions]
+    before, after = (int(x) for x in args.window.split(","))
+    recipe = Recipe(before, after, args.date)
+    recipes = [recipe]
+    rec: tuple[Recipe, Search] | None = None
+    if args.recommend:
+        r, s = args.recommend.split(";")
+        b, a, d = r.split(",")
+        sw, lw, bw, k = s.split(",")
+        rec = (Recipe(int(b), int(a), d), Search(float(sw), float(lw), float(bw), int(k)))
+        recipes.append(rec[0])
+    if args.explore:
+        recipes += exploration_grid()[1]
+    embedder = prepare_embedder(convs, recipes, args.cache, progress=progress)
+    bench = Bench(convs, embedder, args.cache)
+    try:
+        modes = [bench.run(recipe, s) for s in (DENSE, BM25, DEFAULT)]
+        payload: dict[str, Any] = {
+            "machine": machine(),
+            "conversations": [c.name for c in convs],
+            "questions": modes[0]["all"]["n"],
+            "recipe": recipe.name,
+            "modes": modes,
+        }
+        given = {k: getattr(args, k) for k in ("short_weight", "long_weight", "bm25_weight", "rrf_k", "stage1")}
+        if any(v is not None for v in given.values()):
+            custom = Search(
+                *(v if v is not None else getattr(DEFAULT, k) for k, v in given.items() if k != "stage1"),
+                stage1=given["stage1"] or 100,
+            )
+            payload["custom"] = bench.run(recipe, custom)
+        if args.explore:
+            payload["explore"] = explore(bench, recipe, progress=progress)
+        if rec is not None:
+            payload["recommended"] = [bench.run(recipe, DEFAULT), bench.run(*rec)]
+    finally:
+        bench.close()
+    report(payload, args.out)
+    print(f"wrote {args.out / 'recall_quality.md'}")
+    _print_summary(payload)
+    return payload
+
+
+def _print_summary(payload: dict[str, Any]) -> None:
+    show: Callable[[dict[str, Any]], str] = lambda r: " ".join(  # noqa: E731
+        f"{m}={pct(r['all'][m]):.1f}" for m in METRICS
+    )
+    for r in payload["modes"]:
+        print(f"{r['search']:40s} {show(r)}")
+    for r in payload.get("explore", []):
+        print(f"{r['recipe'][:28]:28s} {r['search'][:34]:34s} {show(r)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,381 @@
+"""`EpisodicMemoryMiddleware`: episodic memory for LangChain v1 agents (`create_agent`)."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from episodex import EpisodicMemory as CoreMemory
+from episodex._errors import ConfigurationError
+from episodex._llm import LLMCallable
+from langchain_core.language_models import BaseLanguageModel
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, SystemMessage
+
+from langchain_episodex._blocking import run_blocking
+from langchain_episodex._context import Scope, resolve_scope
+from langchain_episodex._llm import from_langchain
+from langchain_episodex._options import check_recall_options, core_memory
+from langchain_episodex._summaries import exchange_summaries, message_text, reflect_summaries
+
+try:
+    from typing import Annotated, NotRequired
+
+    from langchain.agents.middleware.types import (
+        AgentMiddleware,
+        AgentState,
+        ModelCallResult,
+        ModelRequest,
+        ModelResponse,
+        OmitFromInput,
+        PrivateStateAttr,
+    )
+    from langgraph.config import get_config
+    from langgraph.runtime import Runtime
+    from typing_extensions import TypedDict
+except ImportError as exc:  # pragma: no cover - only without the extra
+    raise ImportError(
+        'EpisodicMemoryMiddleware needs langchain v1: pip install "langchain-episodex[agents]"'
+    ) from exc
+
+__all__ = ["EpisodicMemoryMiddleware", "LessonSource"]
+
+logger = logging.getLogger("langchain_episodex")
+
+_RESERVED_KEYS = frozenset({"messages", "jump_to", "structured_response"})
+
+EnvGetter = Callable[[Mapping[str, Any], Runtime[Any]], Any]
+StateGetter = Callable[[Mapping[str, Any], Runtime[Any]], str]
+
+
+@runtime_checkable
+class LessonSource(Protocol):
+    """Where `mode="lessons"` gets its block: episodex's `StepLessonMemory` fits this.
+
+    The lesson lifecycle (`init_episode`, recording steps, `end_episode`) stays with the
+    application; the middleware only asks for the block of the current state.
+    """
+
+    async def lessons_block(self, current_env: Any, current_state: str) -> str:
+        """The REPEAT/AVOID block for the current page and internal state (`""` for none)."""
+        ...
+
+
+def _last_text(messages: Sequence[BaseMessage], kind: type[BaseMessage]) -> str:
+    for message in reversed(messages):
+        if isinstance(message, kind):
+            return message_text(message)
+    return ""
+
+
+def _run_start(messages: Sequence[AnyMessage]) -> int:
+    # A run's input is what follows the previous run's last AI message (all of it without
+    # a checkpointer): that is where this run begins.
+    for index in range(len(messages) - 1, -1, -1):
+        if isinstance(messages[index], AIMessage):
+            return index + 1
+    return 0
+
+
+def _with_block(system: SystemMessage | None, block: str) -> SystemMessage:
+    if system is None:
+        return SystemMessage(content=block)
+    content = system.content
+    if isinstance(content, str):
+        new_content: Any = f"{content}\n\n{block}" if content else block
+    else:
+        new_content = [*content, {"type": "text", "text": block}]
+    return system.model_copy(update={"content": new_content})
+
+
+def _default_current_state(state: Mapping[str, Any], runtime: Runtime[Any]) -> str:
+    # The agent's own latest words are its internal state; before it spoke, the user's request.
+    messages: list[BaseMessage] = state.get("messages", [])
+    return _last_text(messages, AIMessage) or _last_text(messages, HumanMessage)
+
+
+class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
+    """Episodic memory for `create_agent`: recall at the start of a run, record it at the end.
+
+    In `mode="episodes"` (the default):
+
+    - before the agent runs, the episodes relevant to the last user message are recalled
+      once and kept in the state field `state_key` (the `<recalled_episodes>` block);
+    - every model call gets that block appended to its system message (in `wrap_model_call`
+      and `awrap_model_call`); it is never written into the message history;
+    - after the agent finishes, the run is recorded as one episode: the run's first user
+      message, its final answer and the tools it invoked (summarised by `reflection_model`
+      when one is given).
+
+    In `mode="lessons"`, every model call instead gets the REPEAT/AVOID block of step lessons
+    for the current environment and state, from `lessons` (episodex's `StepLessonMemory`).
+
+    User, agent and conversation ids come from the runtime context (`EpisodicContext`, or
+    any context object or mapping with `user_id`, `agent_id`, `conversation_id`), else from
+    the constructor defaults; a missing conversation id falls back to the LangGraph
+    `thread_id`, then to a new id per run.
+
+    Setup:
+        `pip install "langchain-episodex[agents]"`
+
+    Instantiate:
+        ```python
+        # docs: no-run (needs a chat model; examples/langchain_agent_middleware.py runs this offline)
+        from episodex import EpisodicMemory
+        from langchain.agents import create_agent
+        from langchain_episodex import EpisodicContext, EpisodicMemoryMiddleware
+
+        memory = EpisodicMemory(path="./memory")
+        agent = create_agent(model, tools=[...], system_prompt="You are a support agent.",
+                             middleware=[EpisodicMemoryMiddleware(memory, agent_id="support")],
+                             context_schema=EpisodicContext)
+        ```
+
+    Use:
+        ```python
+        # docs: no-run (continues the block above)
+        agent.invoke({"messages": [{"role": "user", "content": "Where is my refund?"}]},
+                     context={"user_id": "u1", "conversation_id": "c7"})
+        ```
+
+    Async:
+        ```python
+        # docs: no-run (continues the block above)
+        await agent.ainvoke({"messages": [...]}, context={"user_id": "u1"})
+        ```
+
+    Args:
+        memory: The core memory (mode `episodes`).
+        mode: `episodes` recalls and records conversation episodes; `lessons` injects step
+            lessons.
+        user_id: Default user id when the runtime context has none.
+        agent_id: Default agent id when the runtime context has none.
+        conversation_id: Default conversation id when the runtime context has none.
+        state_key: The state field holding the recalled block; also names the middleware
+            (`EpisodicMemoryMiddleware[state_key]`), so two instances need two keys.
+        name: The middleware name, instead of the one derived from `state_key`.
+        max_tokens: Token budget of the recalled block.
+        recall_options: Extra `EpisodicMemory.recall` options.
+        record: Record each finished run as an episode.
+        reflection_model: A LangChain model or an async `prompt -> text` function that
+            writes the episode's summaries; None records plain summaries.
+        lessons: The lesson source (mode `lessons`).
+        env: `(state, runtime) -> environment` for lessons: what the agent sees now, an
+            `EnvState` or a mapping with `url`, `page`, `elements` (mode `lessons`).
+        current_state: `(state, runtime) -> text` of the agent's internal state for
+            lessons; default: its last message, else the user's.
+    """
+
+    def __init__(
+        self,
+        memory: CoreMemory | Any | None = None,
+        *,
+        mode: Literal["episodes", "lessons"] = "episodes",
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        conversation_id: str | None = None,
+        state_key: str | None = None,
+        name: str | None = None,
+        max_tokens: int | None = None,
+        recall_options: Mapping[str, Any] | None = None,
+        record: bool = True,
+        reflection_model: BaseLanguageModel[Any] | LLMCallable | None = None,
+        lessons: LessonSource | None = None,
+        env: EnvGetter | None = None,
+        current_state: StateGetter | None = None,
+    ) -> None:
+        super().__init__()
+        if mode not in ("episodes", "lessons"):
+            raise ConfigurationError(f"mode must be 'episodes' or 'lessons', got {mode!r}")
+        self.mode = mode
+        memory = core_memory(memory)
+        if mode == "episodes":
+            if not isinstance(memory, CoreMemory):
+                raise ConfigurationError(
+                    f"mode='episodes' needs memory=, an episodex EpisodicMemory; got {type(memory).__name__}"
+                )
+            if lessons is not None or env is not None or current_state is not None:
+                raise ConfigurationError("lessons=, env= and current_state= are for mode='lessons'")
+        else:
+            if not isinstance(lessons, LessonSource):
+                raise ConfigurationError(
+                    "mode='lessons' needs lessons=, an object with "
+                    f"`async lessons_block(current_env, current_state)`; got {type(lessons).__name__}"
+                )
+            if env is None or not callable(env):
+                raise ConfigurationError("mode='lessons' needs env=, a function (state, runtime) -> environment")
+            if current_state is not None and not callable(current_state):
+                raise ConfigurationError("current_state must be a function (state, runtime) -> str")
+        self.memory: CoreMemory | None = memory if mode == "episodes" else None
+        self.lessons = lessons
+        self._env = env
+        self._current_state: StateGetter = current_state or _default_current_state
+        self.defaults = {"user_id": user_id, "agent_id": agent_id, "conversation_id": conversation_id}
+        for key, value in self.defaults.items():
+            if value is not None and (not isinstance(value, str) or not value.strip()):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise ConfigurationError(f"{key} must be a non-empty string, got {value!r}")
+        state_key = state_key if state_key is not None else f"recalled_{mode}"
+        if (
+            not isinstance(state_key, str)  # pyright: ignore[reportUnnecessaryIsInstance]
+            or not state_key.isidentifier()
+            or state_key in _RESERVED_KEYS
+        ):
+            raise ConfigurationError(
+                f"state_key must be an identifier other than {sorted(_RESERVED_KEYS)}, got {state_key!r}"
+            )
+        self.state_key = state_key
+        self._run_key = f"{state_key}_run"
+        if name is not None and (not isinstance(name, str) or not name.strip()):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigurationError(f"name must be a non-empty string, got {name!r}")
+        self._name = name or f"EpisodicMemoryMiddleware[{state_key}]"
+        if max_tokens is not None and (
+            isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 0  # pyright: ignore[reportUnnecessaryIsInstance]
+        ):
+            raise ConfigurationError(f"max_tokens must be an integer >= 0, got {max_tokens!r}")
+        self.max_tokens = max_tokens
+        try:
+            self.recall_options = check_recall_options(recall_options or {})
+        except ValueError as exc:
+            raise ConfigurationError(str(exc)) from None
+        self.record = record
+        if reflection_model is None or isinstance(reflection_model, BaseLanguageModel):
+            self._reflect: LLMCallable | None = (
+                None if reflection_model is None else from_langchain(reflection_model)
+            )
+        elif callable(reflection_model):
+            self._reflect = reflection_model
+        else:
+            raise ConfigurationError(
+                f"reflection_model must be a LangChain model or an async function, got {type(reflection_model).__name__}"
+            )
+        # Per instance, so two middlewares keep their blocks in their own fields. The block is
+        # in the run's output (to see what was recalled); the run's bookkeeping stays private.
+        fields: dict[str, Any] = {
+            state_key: NotRequired[Annotated[str, OmitFromInput]],
+            self._run_key: NotRequired[Annotated[dict[str, Any], PrivateStateAttr]],
+        }
+        make_typed_dict: Any = TypedDict  # a TypedDict whose keys are only known at run time
+        self.state_schema = make_typed_dict(f"EpisodicMemoryState_{state_key}", fields)
+        self.tools = []
+
+    @property
+    def name(self) -> str:
+        """The middleware's name: distinct per `state_key` (or as given)."""
+        return self._name
+
+    # -- ids -----------------------------------------------------------------------------
+
+    def _scope(self, runtime: Runtime[Any]) -> Scope:
+        scope = resolve_scope(
+            getattr(runtime, "context", None), where="the agent's runtime context", **self.defaults
+        )
+        if scope.conversation_id is not None:
+            return scope
+        try:
+            thread = get_config().get("configurable", {}).get("thread_id")
+        except RuntimeError:  # outside a LangGraph run
+            thread = None
+        conversation = str(thread) if thread else uuid.uuid4().hex
+        return Scope(scope.user_id, scope.agent_id, conversation)
+
+    # -- before the run: recall once -----------------------------------------------------
+
+    async def _recall(self, messages: Sequence[AnyMessage], scope: Scope) -> dict[str, Any]:
+        start = _run_start(messages)
+        run = {"start": start, "conversation_id": scope.conversation_id,
+               "user_id": scope.user_id, "agent_id": scope.agent_id}
+        query = _last_text(messages[start:], HumanMessage)
+        block = ""
+        if query.strip() and self.memory is not None:
+            block = await self.memory.recall_block(
+                user_id=scope.user_id, agent_id=scope.agent_id, conversation_id=scope.conversation_id,
+                query=query, max_tokens=self.max_tokens, **self.recall_options,
+            )
+        return {self.state_key: block, self._run_key: run}
+
+    def before_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Recall the episodes for the run's last user message into the state."""
+        if self.mode != "episodes":
+            return None
+        scope = self._scope(runtime)  # here: LangGraph's config is only readable on this thread
+        return run_blocking(self._recall(state["messages"], scope))
+
+    async def abefore_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Recall the episodes for the run's last user message into the state."""
+        if self.mode != "episodes":
+            return None
+        return await self._recall(state["messages"], self._scope(runtime))
+
+    # -- every model call: inject --------------------------------------------------------
+
+    async def _block(self, request: ModelRequest[Any]) -> str:
+        if self.mode == "episodes":
+            return str(request.state.get(self.state_key) or "")
+        assert self.lessons is not None and self._env is not None  # checked in __init__
+        env = self._env(request.state, request.runtime)
+        return await self.lessons.lessons_block(env, self._current_state(request.state, request.runtime))
+
+    def _inject(self, request: ModelRequest[Any], block: str) -> ModelRequest[Any]:
+        if not block:
+            return request
+        return request.override(system_message=_with_block(request.system_message, block))
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ModelCallResult[Any]:
+        """Call the model with the block appended to the system message."""
+        return handler(self._inject(request, run_blocking(self._block(request))))
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelCallResult[Any]:
+        """Call the model with the block appended to the system message."""
+        return await handler(self._inject(request, await self._block(request)))
+
+    # -- after the run: record -----------------------------------------------------------
+
+    async def _record(self, state: Mapping[str, Any]) -> None:
+        run: dict[str, Any] | None = state.get(self._run_key)
+        if self.memory is None or run is None:
+            return
+        messages: list[AnyMessage] = state["messages"]
+        start = min(int(run["start"]), len(messages))
+        ran = messages[start:]
+        question = next((message_text(m) for m in ran if isinstance(m, HumanMessage)), "")
+        if not question.strip():
+            return  # nothing the user asked: nothing to recall the run by
+        tools: list[str] = []
+        for message in ran:
+            if isinstance(message, AIMessage):
+                tools.extend(c["name"] for c in message.tool_calls if c["name"] not in tools)
+        answer = _last_text(ran, AIMessage)
+        short, long = exchange_summaries(question, answer, tools)
+        if self._reflect is not None:
+            try:
+                short, long = await reflect_summaries(self._reflect, question, answer, tools)
+            except Exception:
+                # The user already has the answer; a failed reflection must not lose the run.
+                logger.warning("reflection failed; recording plain summaries", exc_info=True)
+        await self.memory.memorize(
+            short_summary=short, long_summary=long,
+            user_id=run["user_id"], agent_id=run["agent_id"], conversation_id=run["conversation_id"],
+            start_index=start, end_index=max(start, len(messages) - 1), tools_invoked=tools,
+            metadata={"source": "langchain-agent"},
+        )
+
+    def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Record the finished run as one episode."""
+        if self.mode == "episodes" and self.record:
+            run_blocking(self._record(state))
+        return None
+
+    async def aafter_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Record the finished run as one episode."""
+        if self.mode == "episodes" and self.record:
+            await self._record(state)
+        return None
