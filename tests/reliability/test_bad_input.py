@@ -20,6 +20,7 @@ import pytest
 from episodex import (
     ConfigurationError,
     EmbedderMismatchError,
+    EngineError,
     EngineUnavailableError,
     EpisodexError,
     EpisodicMemory,
@@ -305,6 +306,25 @@ async def test_opening_a_store_made_with_another_embedder_or_dimension(tmp_path:
     mem = EpisodicMemory(store, embedder=HashEmbedder(dimension=64))
     try:
         assert snapshot(mem) == before
+    finally:
+        mem.close()
+
+
+async def test_a_corrupt_store_manifest_is_a_typed_error(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    mem = EpisodicMemory(store, embedder=HashEmbedder(dimension=64))
+    await mem.memorize(**GOOD)
+    mem.close()
+    manifest = store / "episodes" / "episodex.json"
+    good = manifest.read_text()
+    for broken in ("{not json", "[1, 2]", "\udcff"):
+        manifest.write_text(broken, encoding="utf-8", errors="surrogateescape")
+        with pytest.raises(EngineError, match="restore it from a backup"):
+            EpisodicMemory(store, embedder=HashEmbedder(dimension=64))
+    manifest.write_text(good)
+    mem = EpisodicMemory(store, embedder=HashEmbedder(dimension=64))  # the failed opens held nothing
+    try:
+        assert await mem.count(user_id="u1", agent_id="a1") == 1
     finally:
         mem.close()
 

@@ -10,7 +10,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from episodex import EpisodicMemory
+from episodex import EpisodicMemory, ValidationError
 from episodex._lessons import StepLessonMemory
 from episodex._lessons_model import StepMemory
 from hypothesis import given, settings
@@ -57,13 +57,40 @@ async def test_lessons_never_cross_users_agents_or_sessions(writes: list[tuple[t
             found = await lessons.retrieve_memories(PAGE, "set ticket 7 to high priority",
                                                     env_threshold=0.0, top_k=100, final_k=100)
             assert {(r.memory.user_id, r.memory.agent_id, r.memory.session_id) for r in found} <= {scope}
-            assert len(found) == model[scope]
+            # Every step has the same action, and a repeated action is shown once.
+            assert len(found) == min(1, model[scope])
         # Forgetting one scope leaves every other scope whole.
         victim = writes[0][0]
         assert await lessons.forget_session(victim[2], user_id=victim[0], agent_id=victim[1]) == model[victim]
         for scope in SCOPES:
             expected = 0 if scope == victim else model[scope]
             assert await lessons.count(scope[2], user_id=scope[0], agent_id=scope[1]) == expected
+    finally:
+        mem.close()
+
+
+async def test_a_step_id_of_another_tenant_cannot_be_overwritten() -> None:
+    mem = EpisodicMemory(location=":memory:", embedder=HashEmbedder())
+    try:
+        lessons = StepLessonMemory.from_memory(mem)
+        alice = ("alice", "web", "ticket-7")
+        (alice_id,) = await lessons.store_memories([_step(alice, 0, "success")])
+        for other in (("bob", "web", "ticket-7"), ("alice", "Web", "ticket-7"), ("alice", "web", "ticket-8")):
+            stolen = _step(other, 0, "failure").model_copy(update={"id": alice_id})
+            with pytest.raises(ValidationError, match="already belongs to another"):
+                await lessons.store_memories([stolen])
+        same_batch = [_step(("carol", "web", "t"), 1, "success"), _step(("dave", "web", "t"), 1, "success")]
+        same_batch[1] = same_batch[1].model_copy(update={"id": same_batch[0].id})
+        with pytest.raises(ValidationError, match="earlier in the batch"):
+            await lessons.store_memories(same_batch)
+        assert await lessons.count("ticket-7", user_id="alice", agent_id="web") == 1
+        assert await lessons.count("t", user_id="carol", agent_id="web") == 0
+        (loaded,) = await lessons.load_all_memories_for_session("ticket-7", user_id="alice", agent_id="web")
+        assert (loaded.id, loaded.outcome) == (alice_id, "success")
+        # The owner may still rewrite its own step.
+        await lessons.store_memories([loaded.model_copy(update={"outcome_reason": "updated"})])
+        (again,) = await lessons.load_all_memories_for_session("ticket-7", user_id="alice", agent_id="web")
+        assert again.outcome_reason == "updated"
     finally:
         mem.close()
 

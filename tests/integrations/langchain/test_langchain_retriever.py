@@ -108,10 +108,8 @@ def test_sync_memory_is_accepted(filled: tuple[EpisodicMemory, str, str]) -> Non
         assert retriever.memory is memory
         assert len(retriever.invoke("refund")) == 1
     finally:
-        # Not sync.close(): that would close the shared store. SyncEpisodicMemory has no way to
-        # stop its private loop alone, and leaves it unclosed (a ResourceWarning) either way.
-        sync._loop.stop()
-        sync._loop._loop.close()
+        sync.close()  # stops its loop; the memory it was given stays open
+    assert len(EpisodicRetriever(memory=memory, user_id=alice, agent_id=AGENT, k=1).invoke("refund")) == 1
 
 
 def test_bad_arguments_raise_typed_errors(filled: tuple[EpisodicMemory, str, str]) -> None:

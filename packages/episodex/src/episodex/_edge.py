@@ -113,6 +113,19 @@ def _engine_error(exc: Exception, what: str) -> EngineError:
     return EngineError(f"{what}: {text}")
 
 
+def _read_manifest(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise EngineError(
+            f"{path} is unreadable ({exc}): it records which embedder made this collection; "
+            "restore it from a backup, or move the store folder aside and re-import an export"
+        ) from exc
+    if not isinstance(data, dict):
+        raise EngineError(f"{path} does not hold a JSON object; restore it from a backup")
+    return data
+
+
 class EdgeEngine:
     """Qdrant Edge in process, persistent in a folder: one sub-folder (shard) per collection.
 
@@ -157,14 +170,15 @@ class EdgeEngine:
             folder = self._root / spec.name
             manifest = folder / _MANIFEST
             if spec.name in self._shards:
-                return json.loads(manifest.read_text()) if manifest.exists() else {}
+                return _read_manifest(manifest) if manifest.exists() else {}
             if manifest.exists():
+                stored = _read_manifest(manifest)
                 try:
                     shard = qe.EdgeShard.load(str(folder))
                 except Exception as exc:
                     raise _engine_error(exc, f"cannot open {folder}") from exc
                 self._shards[spec.name] = shard
-                return json.loads(manifest.read_text())
+                return stored
             config = qe.EdgeConfig(
                 vectors={
                     name: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)

@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from episodex._errors import ConfigurationError
-from episodex._plan import CollectionSpec, Filter, Fused, Hit, Point, Search
+from episodex._plan import CollectionSpec, Filter, Fused, HasId, Hit, Point, Search
 
-__all__ = ["Engine", "open_engine"]
+__all__ = ["Engine", "foreign_claims", "open_engine"]
 
 
 @runtime_checkable
@@ -121,3 +121,38 @@ def open_engine(
         timeout=timeout,
         options=dict(client_options or {}),
     )
+
+
+def foreign_claims(
+    engine: Engine,
+    collection: str,
+    claims: Sequence[tuple[str, tuple[str, ...]]],
+    owner_keys: Sequence[str],
+) -> dict[int, str]:
+    """Positions of `(point_id, owner)` claims whose id belongs to another owner, and why.
+
+    Writing an existing id replaces that point, so an explicit id must never reach a point of
+    another tenant, whether stored already or claimed earlier in the same batch. `owner` holds
+    the values of `owner_keys` (e.g. user and agent) the writer will store.
+    """
+    first: dict[str, tuple[str, ...]] = {}
+    foreign: dict[int, str] = {}
+    for i, (point_id, owner) in enumerate(claims):
+        if first.setdefault(point_id, owner) != owner:
+            foreign[i] = f"id {point_id!r} is used by another owner earlier in the batch"
+    ids = tuple(first)
+    stored: dict[str, tuple[Any, ...]] = {}
+    for start in range(0, len(ids), 1024):
+        chunk = ids[start : start + 1024]
+        hits, _ = engine.scroll(
+            collection, Filter(must=(HasId(chunk),)), limit=len(chunk), with_payload=tuple(owner_keys)
+        )
+        stored.update((h.id, tuple(h.payload.get(k) for k in owner_keys)) for h in hits)
+    for i, (point_id, owner) in enumerate(claims):
+        if point_id in stored and stored[point_id] != owner:
+            foreign.setdefault(
+                i,
+                f"id {point_id!r} already belongs to another {' or '.join(owner_keys)}; omit the "
+                "id to store a new record",
+            )
+    return foreign

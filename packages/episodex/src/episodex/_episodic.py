@@ -21,7 +21,7 @@ from typing import IO, Any, Literal
 
 from episodex._conversation import ConversationEpisode, payload_to_item
 from episodex._embedders import Embedder
-from episodex._engine import Engine
+from episodex._engine import Engine, foreign_claims
 from episodex._errors import EmbedderMismatchError, ImportFileError, NotFoundError, ValidationError
 from episodex._plan import CollectionSpec, Filter, Fused, HasId, Hit, Match, Point, Search, Stream
 from episodex._sparse import Bm25Encoder
@@ -180,36 +180,14 @@ class EpisodeStore:
         return ids
 
     def _foreign_ids(self, episodes: Sequence[ConversationEpisode]) -> dict[int, str]:
-        """Positions of episodes whose `point_id` belongs to another user or agent, and why.
-
-        Writing an existing id replaces that point, so an explicit id must never reach a point
-        of another tenant, whether stored already or given earlier in the same batch.
-        """
-        owners: dict[str, tuple[str, str]] = {}
-        foreign: dict[int, str] = {}
-        for i, ep in enumerate(episodes):
-            if ep.point_id is None:
-                continue
-            tenant = (ep.user_id, ep.agent_id)
-            if owners.setdefault(ep.point_id, tenant) != tenant:
-                foreign[i] = f"point_id {ep.point_id!r} is used by another user or agent earlier in the batch"
-        ids = tuple(owners)
-        stored: dict[str, tuple[Any, Any]] = {}
-        for start in range(0, len(ids), 1024):
-            chunk = ids[start : start + 1024]
-            hits, _ = self.engine.scroll(
-                self.collection, Filter(must=(HasId(chunk),)), limit=len(chunk),
-                with_payload=("user_id", "agent_id"),
-            )
-            stored.update((h.id, (h.payload.get("user_id"), h.payload.get("agent_id"))) for h in hits)
-        for i, ep in enumerate(episodes):
-            if ep.point_id in stored and stored[ep.point_id] != (ep.user_id, ep.agent_id):
-                foreign.setdefault(
-                    i,
-                    f"point_id {ep.point_id!r} already belongs to another user or agent; omit "
-                    "point_id to store a new episode",
-                )
-        return foreign
+        """Positions of episodes whose `point_id` belongs to another user or agent, and why."""
+        claims = [(i, ep) for i, ep in enumerate(episodes) if ep.point_id is not None]
+        found = foreign_claims(
+            self.engine, self.collection,
+            [(ep.point_id or "", (ep.user_id, ep.agent_id)) for _, ep in claims],
+            ("user_id", "agent_id"),
+        )
+        return {claims[j][0]: why for j, why in found.items()}
 
     # -- reading -------------------------------------------------------------------------
 
@@ -319,7 +297,6 @@ class EpisodeStore:
         return payload_to_item(hit.id, hit.payload)
 
     def _find(self, point_id: object, flt: Filter) -> Hit | None:
-        from episodex._plan import HasId
 
         if not isinstance(point_id, str):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ValidationError(f"point_id must be a UUID string, got {point_id!r}")
@@ -380,7 +357,6 @@ class EpisodeStore:
                 "forget needs exactly one of point_id=..., conversation_id=... or everything=True"
             )
         if point_id is not None:
-            from episodex._plan import HasId
 
             hit = self._find(point_id, flt)
             if hit is None:

@@ -11,10 +11,9 @@ from `_scope`, which needs all three.
 from __future__ import annotations
 
 import asyncio
-import functools
-import inspect
 import logging
 import math
+import threading
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from episodex._embedders import Embedder
-from episodex._engine import Engine
+from episodex._engine import Engine, foreign_claims
 from episodex._episodic import check_manifest, tenant_filter
 from episodex._errors import ConfigurationError, ValidationError
 from episodex._graders import Grader
@@ -37,8 +36,9 @@ from episodex._lessons_model import (
     action_parts,
     element_set,
 )
-from episodex._memory import EpisodicMemory, _LoopThread, resolve_embedder  # pyright: ignore[reportPrivateUsage]
+from episodex._memory import EpisodicMemory, resolve_embedder
 from episodex._plan import CollectionSpec, Filter, Match, MatchAny, Point, Range
+from episodex._sync import SyncTwin
 
 __all__ = [
     "LessonEpisode",
@@ -211,6 +211,7 @@ class _LessonStore:
         )
         stored = engine.ensure_collection(spec)
         check_manifest(stored, manifest, f"the step-lesson collection {collection!r}")
+        self._write_lock = threading.Lock()
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
@@ -235,6 +236,19 @@ class _LessonStore:
 
     def write(self, memories: Sequence[StepMemory]) -> list[StepMemory]:
         embedded = self.with_embeddings(memories)
+        with self._write_lock:
+            # A step id of another user, agent or session must never be overwritten (and moved).
+            foreign = foreign_claims(
+                self.engine, self.collection,
+                [(m.id, (m.user_id, m.agent_id, m.session_id)) for m in embedded],
+                ("user_id", "agent_id", "session_id"),
+            )
+            if foreign:
+                position, why = min(foreign.items())
+                raise ValidationError(f"memory {position}: {why}")
+            return self._upsert(embedded)
+
+    def _upsert(self, embedded: list[StepMemory]) -> list[StepMemory]:
         points: list[Point] = []
         for m in embedded:
             payload = m.model_dump(mode="json", exclude={"id"})
@@ -649,7 +663,7 @@ class StepLessonMemory:
         return await asyncio.to_thread(self._store.count, _scope(user_id, agent_id, session_id))
 
 
-class SyncStepLessonMemory:
+class SyncStepLessonMemory(SyncTwin):
     """The synchronous twin of `StepLessonMemory`: same methods, no `await`.
 
     ```python
@@ -666,26 +680,8 @@ class SyncStepLessonMemory:
 
     def __init__(self, lessons: StepLessonMemory) -> None:
         self.lessons = lessons
-        self._loop = _LoopThread()
-
-    def __getattr__(self, name: str) -> Any:
-        target = getattr(self.lessons, name)
-        if not inspect.iscoroutinefunction(target):
-            return target
-
-        @functools.wraps(target)
-        def call(*args: Any, **kwargs: Any) -> Any:
-            return self._loop.run(target(*args, **kwargs))
-
-        return call
+        super().__init__(lessons)
 
     def close(self) -> None:
         """Stop the private event loop (the engine belongs to whoever opened it)."""
-        self._loop.stop()
-
-    def __enter__(self) -> SyncStepLessonMemory:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
+        super().close()

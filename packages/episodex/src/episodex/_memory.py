@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import inspect
-import threading
-from collections.abc import Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import IO, Any, Literal, TypeVar
@@ -18,6 +16,7 @@ from episodex._episodic import EpisodeStore, ImportReport, RecallResult
 from episodex._errors import ConfigurationError
 from episodex._format import format_recall
 from episodex._sparse import Bm25Encoder
+from episodex._sync import SyncTwin
 from episodex._tokens import DEFAULT_ENCODING, TokenCounter
 
 __all__ = ["EpisodicMemory", "SyncEpisodicMemory", "resolve_embedder"]
@@ -332,27 +331,7 @@ class EpisodicMemory:
         self.close()
 
 
-class _LoopThread:
-    """A private event loop in a daemon thread: sync callers submit coroutines to it."""
-
-    def __init__(self) -> None:
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="episodex-sync", daemon=True)
-        self._thread.start()
-
-    def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
-
-    def stop(self) -> None:
-        if self._loop.is_closed():
-            return
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=5)
-        if not self._thread.is_alive():
-            self._loop.close()
-
-
-class SyncEpisodicMemory:
+class SyncEpisodicMemory(SyncTwin):
     """The synchronous twin of `EpisodicMemory`: same constructor, same methods, no `await`.
 
     Safe to call from several threads at once. Each call runs the async method on a private
@@ -373,27 +352,12 @@ class SyncEpisodicMemory:
     def __init__(
         self, path: str | Path | None = None, *, memory: EpisodicMemory | None = None, **kwargs: Any
     ) -> None:
+        self._owns_memory = memory is None
         self.memory = memory if memory is not None else EpisodicMemory(path, **kwargs)
-        self._loop = _LoopThread()
-
-    def __getattr__(self, name: str) -> Any:
-        target = getattr(self.memory, name)
-        if not inspect.iscoroutinefunction(target):
-            return target
-
-        @functools.wraps(target)
-        def call(*args: Any, **kwargs: Any) -> Any:
-            return self._loop.run(target(*args, **kwargs))
-
-        return call
+        super().__init__(self.memory)
 
     def close(self) -> None:
-        """Close the memory and stop the private loop."""
-        self.memory.close()
-        self._loop.stop()
-
-    def __enter__(self) -> SyncEpisodicMemory:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+        """Stop the private loop, and close the memory if this twin opened it."""
+        if self._owns_memory:
+            self.memory.close()
+        super().close()
