@@ -86,7 +86,7 @@ def test_all_fields_are_kept() -> None:
         ({"metadata": {"x": object()}}, "metadata"),
         ({"env_pre": {"elements": "one string"}}, "env_pre.elements"),
         ({"env_pre": {"url": "/", "colour": "red"}}, "env_pre.colour is not a field"),
-        ({"surprise": 1}, "surprise is not a field of a step memory"),
+        ({"surprise": 1}, "surprise is not a field of step memory"),
     ],
 )
 def test_bad_fields_raise_a_clear_validation_error(changes: dict[str, Any], message: str) -> None:
@@ -105,7 +105,7 @@ def test_missing_required_fields_are_named() -> None:
 
 
 def test_not_a_mapping_is_rejected() -> None:
-    with pytest.raises(ValidationError, match="expected a step memory or a mapping"):
+    with pytest.raises(ValidationError, match="expected a mapping of step memory fields"):
         StepMemory.parse(["step"])  # type: ignore[arg-type]
 
 

@@ -119,7 +119,7 @@ def test_bad_inputs_raise_typed_errors() -> None:
         make().format(include="instruction")
     with pytest.raises(ValidationError, match="mode"):
         make().format(mode="html")  # type: ignore[arg-type]
-    with pytest.raises(ValidationError, match="expected a Episode"):
+    with pytest.raises(ValidationError, match="expected a mapping of Episode fields"):
         Episode.parse(["not", "a", "mapping"])  # type: ignore[arg-type]
 
 

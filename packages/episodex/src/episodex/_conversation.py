@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import uuid
 from collections.abc import Mapping
@@ -20,11 +19,10 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic import ValidationError as PydanticValidationError
 
-from episodex._errors import ValidationError
+from episodex._validation import json_object, parse_model
 
-__all__ = ["ConversationEpisode", "describe_validation_error", "payload_to_item"]
+__all__ = ["ConversationEpisode", "payload_to_item"]
 
 #: Bumped when the stored payload changes shape.
 SCHEMA_VERSION = 1
@@ -119,11 +117,7 @@ class ConversationEpisode(BaseModel):
     @field_validator("metadata")
     @classmethod
     def _json(cls, value: dict[str, Any]) -> dict[str, Any]:
-        try:
-            text = json.dumps(value, allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"must be a JSON object (str keys, JSON values, no NaN): {exc}") from exc
-        return json.loads(text)
+        return json_object(value)
 
     @field_validator("point_id")
     @classmethod
@@ -152,14 +146,7 @@ class ConversationEpisode(BaseModel):
     @classmethod
     def parse(cls, data: ConversationEpisode | Mapping[str, Any], *, where: str = "") -> ConversationEpisode:
         """Validate a mapping (or pass an episode through), raising episodex's ValidationError."""
-        if isinstance(data, ConversationEpisode):
-            return data
-        if not isinstance(data, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ValidationError(f"{where}expected a mapping of episode fields, got {type(data).__name__}")
-        try:
-            return cls.model_validate(dict(data))
-        except PydanticValidationError as exc:
-            raise ValidationError(where + describe_validation_error(exc)) from None
+        return parse_model(cls, data, what="episode", where=where)
 
     def to_payload(self, *, created_at: float | None = None) -> dict[str, Any]:
         """The stored payload: times as UTC epoch seconds, so they index and order as floats."""
@@ -187,24 +174,6 @@ class ConversationEpisode(BaseModel):
             "created_at": created_at if created_at is not None else now.timestamp(),
             "schema": SCHEMA_VERSION,
         }
-
-
-def describe_validation_error(exc: PydanticValidationError) -> str:
-    """One readable sentence per pydantic error: field, problem, and what was given."""
-    parts: list[str] = []
-    for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"]) or "episode"
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "missing":
-            parts.append(f"{loc} is required")
-        elif err["type"] == "extra_forbidden":
-            parts.append(f"{loc} is not a field of an episode")
-        else:
-            shown = repr(err.get("input"))
-            if len(shown) > 60:
-                shown = shown[:57] + "..."
-            parts.append(f"{loc}: {msg}" if "got " in msg else f"{loc}: {msg} (got {shown})")
-    return "invalid episode: " + "; ".join(parts)
 
 
 def payload_to_item(point_id: str, payload: Mapping[str, Any], score: float | None = None) -> dict[str, Any]:

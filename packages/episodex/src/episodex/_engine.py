@@ -128,18 +128,22 @@ def foreign_claims(
     collection: str,
     claims: Sequence[tuple[str, tuple[str, ...]]],
     owner_keys: Sequence[str],
+    *,
+    id_field: str = "id",
 ) -> dict[int, str]:
     """Positions of `(point_id, owner)` claims whose id belongs to another owner, and why.
 
     Writing an existing id replaces that point, so an explicit id must never reach a point of
     another tenant, whether stored already or claimed earlier in the same batch. `owner` holds
-    the values of `owner_keys` (e.g. user and agent) the writer will store.
+    the values of `owner_keys` (e.g. user and agent) the writer will store; `id_field` names
+    the id in messages.
     """
+    owners = " or ".join(k.removesuffix("_id") for k in owner_keys)
     first: dict[str, tuple[str, ...]] = {}
     foreign: dict[int, str] = {}
     for i, (point_id, owner) in enumerate(claims):
         if first.setdefault(point_id, owner) != owner:
-            foreign[i] = f"id {point_id!r} is used by another owner earlier in the batch"
+            foreign[i] = f"{id_field} {point_id!r} is used by another {owners} earlier in the batch"
     ids = tuple(first)
     stored: dict[str, tuple[Any, ...]] = {}
     for start in range(0, len(ids), 1024):
@@ -152,7 +156,7 @@ def foreign_claims(
         if point_id in stored and stored[point_id] != owner:
             foreign.setdefault(
                 i,
-                f"id {point_id!r} already belongs to another {' or '.join(owner_keys)}; omit the "
-                "id to store a new record",
+                f"{id_field} {point_id!r} already belongs to another {owners}; omit {id_field} to "
+                "store a new record",
             )
     return foreign

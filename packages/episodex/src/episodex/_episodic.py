@@ -186,6 +186,7 @@ class EpisodeStore:
             self.engine, self.collection,
             [(ep.point_id or "", (ep.user_id, ep.agent_id)) for _, ep in claims],
             ("user_id", "agent_id"),
+            id_field="point_id",
         )
         return {claims[j][0]: why for j, why in found.items()}
 

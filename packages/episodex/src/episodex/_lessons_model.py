@@ -9,7 +9,6 @@ graded step found again for the current state, with the scores that found it.
 from __future__ import annotations
 
 import ast
-import json
 import math
 import re
 import uuid
@@ -30,9 +29,8 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic import ValidationError as PydanticValidationError
 
-from episodex._errors import ValidationError
+from episodex._validation import json_object, parse_model
 
 __all__ = [
     "ActionParts",
@@ -60,14 +58,6 @@ Unit = Annotated[StrictFloat | StrictInt, Field(ge=0.0, le=1.0)]
 M = TypeVar("M", bound=BaseModel)
 
 
-def _json_object(value: dict[str, Any]) -> dict[str, Any]:
-    try:
-        text = json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"must be a JSON object (str keys, JSON values, no NaN): {exc}") from exc
-    return json.loads(text)
-
-
 def _blank_to_none(value: str | None) -> str | None:
     # An empty optional text means "absent": one spelling, so csv and json round-trip alike.
     if value is None or not value.strip():
@@ -75,32 +65,8 @@ def _blank_to_none(value: str | None) -> str | None:
     return value
 
 
-def _describe(exc: PydanticValidationError, what: str) -> str:
-    parts: list[str] = []
-    for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"]) or what
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "missing":
-            parts.append(f"{loc} is required")
-        elif err["type"] == "extra_forbidden":
-            parts.append(f"{loc} is not a field of a {what}")
-        else:
-            shown = repr(err.get("input"))
-            if len(shown) > 60:
-                shown = shown[:57] + "..."
-            parts.append(f"{loc}: {msg} (got {shown})")
-    return f"invalid {what}: " + "; ".join(parts)
-
-
 def _parse(cls: type[M], data: object, what: str, where: str) -> M:
-    if isinstance(data, cls):
-        return data
-    if not isinstance(data, Mapping):
-        raise ValidationError(f"{where}expected a {what} or a mapping of its fields, got {type(data).__name__}")
-    try:
-        return cls.model_validate(dict(data))  # pyright: ignore[reportUnknownArgumentType]
-    except PydanticValidationError as exc:
-        raise ValidationError(where + _describe(exc, what)) from None
+    return parse_model(cls, data, what=what, where=where)
 
 
 def _normalise_element(text: str) -> str:
@@ -129,7 +95,7 @@ class EnvState(BaseModel):
     @field_validator("extra")
     @classmethod
     def _extra_json(cls, value: dict[str, Any]) -> dict[str, Any]:
-        return _json_object(value)
+        return json_object(value)
 
     @field_validator("page")
     @classmethod
@@ -249,7 +215,7 @@ class StepMemory(BaseModel):
     @field_validator("metadata")
     @classmethod
     def _metadata(cls, value: dict[str, Any]) -> dict[str, Any]:
-        return _json_object(value)
+        return json_object(value)
 
     @property
     def graded(self) -> bool:

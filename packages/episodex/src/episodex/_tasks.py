@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator, m
 from pydantic import ValidationError as PydanticValidationError
 
 from episodex._errors import ValidationError
+from episodex._validation import describe_validation_error, json_object, parse_model
 
 __all__ = [
     "DEFAULT_FIELDS",
@@ -82,23 +83,6 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def _describe(exc: PydanticValidationError, what: str) -> str:
-    parts: list[str] = []
-    for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"]) or what
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "missing":
-            parts.append(f"{loc} is required")
-        elif err["type"] == "extra_forbidden":
-            parts.append(f"{loc} is not a field of {what}")
-        else:
-            shown = repr(err.get("input"))
-            if len(shown) > 60:
-                shown = shown[:57] + "..."
-            parts.append(f"{loc}: {msg} (got {shown})")
-    return f"invalid {what}: " + "; ".join(parts)
-
-
 class _Model(BaseModel):
     """Frozen, strict about extra fields, and raising episodex's `ValidationError`."""
 
@@ -108,19 +92,12 @@ class _Model(BaseModel):
         try:
             super().__init__(**data)
         except PydanticValidationError as exc:
-            raise ValidationError(_describe(exc, type(self).__name__)) from None
+            raise ValidationError(describe_validation_error(exc, type(self).__name__)) from None
 
     @classmethod
     def parse(cls, data: Self | Mapping[str, Any]) -> Self:
         """Validate a mapping (or pass an instance through), raising episodex's `ValidationError`."""
-        if isinstance(data, cls):
-            return data
-        if not isinstance(data, Mapping):
-            raise ValidationError(f"expected a {cls.__name__} or a mapping of its fields, got {type(data).__name__}")
-        try:
-            return cls.model_validate(dict(data))
-        except PydanticValidationError as exc:
-            raise ValidationError(_describe(exc, cls.__name__)) from None
+        return parse_model(cls, data, what=cls.__name__)
 
     def replace(self, **changes: Any) -> Self:
         """A validated copy with some fields changed (the model itself is frozen)."""
@@ -216,11 +193,7 @@ class Episode(_Model):
     @field_validator("metadata")
     @classmethod
     def _json(cls, value: dict[str, Any]) -> dict[str, Any]:
-        try:
-            text = json.dumps(value, allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"must be a JSON object (str keys, JSON values, no NaN): {exc}") from exc
-        return json.loads(text)
+        return json_object(value)
 
     @field_validator("completed_at")
     @classmethod
