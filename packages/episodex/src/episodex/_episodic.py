@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import threading
 import time
 import uuid
@@ -25,6 +24,7 @@ from episodex._engine import Engine, foreign_claims
 from episodex._errors import EmbedderMismatchError, ImportFileError, NotFoundError, ValidationError
 from episodex._plan import CollectionSpec, Filter, Fused, HasId, Hit, Match, Point, Search, Stream
 from episodex._sparse import Bm25Encoder
+from episodex._validation import require_int, require_text, require_weight
 
 __all__ = ["EpisodeStore", "ImportReport", "RecallResult", "check_manifest"]
 
@@ -44,30 +44,12 @@ def check_manifest(stored: Mapping[str, Any], expected: Mapping[str, Any], where
             )
 
 
-def _require_id(name: str, value: object) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ValidationError(f"{name} must be a non-empty string, got {value!r}")
-    return value
-
-
-def _require_count(name: str, value: object, *, minimum: int = 0) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValidationError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return value
-
-
-def _require_weight(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-        raise ValidationError(f"{name} must be a finite number >= 0, got {value!r}")
-    return float(value)
-
-
 def tenant_filter(user_id: object, agent_id: object) -> Filter:
     """The filter every operation starts from: this user AND this agent."""
     return Filter(
         must=(
-            Match("user_id", _require_id("user_id", user_id)),
-            Match("agent_id", _require_id("agent_id", agent_id)),
+            Match("user_id", require_text("user_id", user_id)),
+            Match("agent_id", require_text("agent_id", agent_id)),
         )
     )
 
@@ -158,7 +140,7 @@ class EpisodeStore:
 
         A bad episode raises `ValidationError` naming its position before anything is written.
         """
-        batch_size = _require_count("batch_size", batch_size, minimum=1)
+        batch_size = require_int("batch_size", batch_size, minimum=1)
         if isinstance(episodes, Mapping | str | bytes):
             raise ValidationError("memorize_many takes a list of episodes, not a single one")
         if not isinstance(episodes, Iterable):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -212,15 +194,15 @@ class EpisodeStore:
         if not isinstance(query, str) or not query.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ValidationError(f"query must be a non-empty string, got {query!r}")
         if conversation_id is not None:
-            _require_id("conversation_id", conversation_id)
-        prev_limit = _require_count("previous_conversation_limit", previous_conversation_limit)
-        same_limit = _require_count("same_conversation_limit", same_conversation_limit)
-        stage1 = _require_count("stage1_limit", stage1_limit, minimum=1)
-        k = _require_count("rrf_k", rrf_k, minimum=1)
+            require_text("conversation_id", conversation_id)
+        prev_limit = require_int("previous_conversation_limit", previous_conversation_limit)
+        same_limit = require_int("same_conversation_limit", same_conversation_limit)
+        stage1 = require_int("stage1_limit", stage1_limit, minimum=1)
+        k = require_int("rrf_k", rrf_k, minimum=1)
         weights = {
-            "short": _require_weight("short_weight", short_weight),
-            "long": _require_weight("long_weight", long_weight),
-            "bm25": _require_weight("bm25_weight", bm25_weight),
+            "short": require_weight("short_weight", short_weight),
+            "long": require_weight("long_weight", long_weight),
+            "bm25": require_weight("bm25_weight", bm25_weight),
         }
         if not any(weights.values()):
             raise ValidationError(
@@ -286,7 +268,7 @@ class EpisodeStore:
         """Number of episodes of this user and agent (in one conversation if given)."""
         flt = tenant_filter(user_id, agent_id)
         if conversation_id is not None:
-            flt = flt.and_(Match("conversation_id", _require_id("conversation_id", conversation_id)))
+            flt = flt.and_(Match("conversation_id", require_text("conversation_id", conversation_id)))
         return self.engine.count(self.collection, flt)
 
     def get(self, point_id: str, *, user_id: str, agent_id: str) -> dict[str, Any]:
@@ -313,9 +295,9 @@ class EpisodeStore:
     ) -> list[dict[str, Any]]:
         """The `n` episodes that ended last, newest first."""
         flt = tenant_filter(user_id, agent_id)
-        n = _require_count("n", n)
+        n = require_int("n", n)
         if conversation_id is not None:
-            flt = flt.and_(Match("conversation_id", _require_id("conversation_id", conversation_id)))
+            flt = flt.and_(Match("conversation_id", require_text("conversation_id", conversation_id)))
         if n == 0:
             return []
         hits, _ = self.engine.scroll(self.collection, flt, limit=n, order_by="timestamp_end")
@@ -327,7 +309,7 @@ class EpisodeStore:
         """Every episode of this user and agent, in pages, in storage order."""
         flt = tenant_filter(user_id, agent_id)
         if conversation_id is not None:
-            flt = flt.and_(Match("conversation_id", _require_id("conversation_id", conversation_id)))
+            flt = flt.and_(Match("conversation_id", require_text("conversation_id", conversation_id)))
         offset: str | None = None
         while True:
             hits, offset = self.engine.scroll(self.collection, flt, limit=page, offset=offset)
@@ -364,7 +346,7 @@ class EpisodeStore:
                 return 0
             flt = flt.and_(HasId((hit.id,)))
         elif conversation_id is not None:
-            flt = flt.and_(Match("conversation_id", _require_id("conversation_id", conversation_id)))
+            flt = flt.and_(Match("conversation_id", require_text("conversation_id", conversation_id)))
         with self._write_lock:
             n = self.engine.count(self.collection, flt)
             if n:
@@ -486,7 +468,7 @@ class EpisodeStore:
 
     def stats(self, *, user_id: str, agent_id: str, top: int = 5) -> dict[str, Any]:
         """What this user and agent have: episodes, conversations, dates, flows, tools, mood."""
-        top = _require_count("top", top, minimum=1)
+        top = require_int("top", top, minimum=1)
         rows: list[Mapping[str, Any]] = []
         fields = (
             "conversation_id", "flows_activated", "tools_invoked",

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import threading
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -39,6 +38,7 @@ from episodex._lessons_model import (
 from episodex._memory import EpisodicMemory, resolve_embedder
 from episodex._plan import CollectionSpec, Filter, Match, MatchAny, Point, Range
 from episodex._sync import SyncTwin
+from episodex._validation import require_int, require_weight
 
 __all__ = [
     "LessonEpisode",
@@ -62,18 +62,6 @@ def _check_unit(name: str, value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
         raise ValidationError(f"{name} must be a number in [0, 1], got {value!r}")
     return float(value)
-
-
-def _check_weight(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-        raise ValidationError(f"{name} must be a finite number >= 0, got {value!r}")
-    return float(value)
-
-
-def _check_count(name: str, value: object, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValidationError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return value
 
 
 def jaccard(a: EnvState, b: EnvState) -> float:
@@ -114,10 +102,10 @@ def rank_lessons(
     one AVOID and one REPEAT when both exist and `final_k >= 2`. Best first.
     """
     env_threshold = _check_unit("env_threshold", env_threshold)
-    top_k = _check_count("top_k", top_k, 1)
-    final_k = _check_count("final_k", final_k, 0)
-    env_weight = _check_weight("env_weight", env_weight)
-    state_weight = _check_weight("state_weight", state_weight)
+    top_k = require_int("top_k", top_k, minimum=1)
+    final_k = require_int("final_k", final_k, minimum=0)
+    env_weight = require_weight("env_weight", env_weight)
+    state_weight = require_weight("state_weight", state_weight)
     query = np.asarray(state_vector, dtype=np.float64)
     query_norm = float(np.linalg.norm(query))
 
@@ -359,10 +347,10 @@ class StepLessonMemory:
         self.grader = grader
         self.defaults: dict[str, Any] = {
             "env_threshold": _check_unit("env_threshold", env_threshold),
-            "top_k": _check_count("top_k", top_k, 1),
-            "env_weight": _check_weight("env_weight", env_weight),
-            "state_weight": _check_weight("state_weight", state_weight),
-            "final_k": _check_count("final_k", final_k, 0),
+            "top_k": require_int("top_k", top_k, minimum=1),
+            "env_weight": require_weight("env_weight", env_weight),
+            "state_weight": require_weight("state_weight", state_weight),
+            "final_k": require_int("final_k", final_k, minimum=0),
         }
         self._store = _LessonStore(engine, self.embedder, collection)
         self._episode: LessonEpisode | None = None
@@ -609,10 +597,10 @@ class StepLessonMemory:
             raise ValidationError(f"current_state must be a string, got {type(current_state).__name__}")
         d = self.defaults
         threshold = _check_unit("env_threshold", d["env_threshold"] if env_threshold is None else env_threshold)
-        keep = _check_count("top_k", d["top_k"] if top_k is None else top_k, 1)
-        w_env = _check_weight("env_weight", d["env_weight"] if env_weight is None else env_weight)
-        w_state = _check_weight("state_weight", d["state_weight"] if state_weight is None else state_weight)
-        final = _check_count("final_k", d["final_k"] if final_k is None else final_k, 0)
+        keep = require_int("top_k", d["top_k"] if top_k is None else top_k, minimum=1)
+        w_env = require_weight("env_weight", d["env_weight"] if env_weight is None else env_weight)
+        w_state = require_weight("state_weight", d["state_weight"] if state_weight is None else state_weight)
+        final = require_int("final_k", d["final_k"] if final_k is None else final_k, minimum=0)
         if episode.rep <= 1:
             return []
         flt = (

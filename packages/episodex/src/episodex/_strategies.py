@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import string
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
@@ -22,6 +21,7 @@ from episodex._llm import LLMCallable
 from episodex._task_stores import BaseMemoryStore
 from episodex._tasks import Episode, Task, render_xml, resolve_fields
 from episodex._tokens import DEFAULT_ENCODING, TokenCounter, token_counter
+from episodex._validation import require_int, require_weight
 
 __all__ = [
     "REFLECTION_TEMPLATE",
@@ -186,18 +186,6 @@ def _episode(value: object) -> Episode:
     return value
 
 
-def _positive(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigurationError(f"{name} must be an integer >= 1, got {value!r}")
-    return value
-
-
-def _weight(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-        raise ConfigurationError(f"{name} must be a finite number >= 0, got {value!r}")
-    return float(value)
-
-
 def _store_arg(store: object) -> BaseMemoryStore:
     if not isinstance(store, BaseMemoryStore):
         raise ConfigurationError(
@@ -278,7 +266,7 @@ class RecencyMemory(BaseMemory):
     ) -> None:
         super().__init__(include=include, encoding=encoding)
         self.store = _store_arg(store)
-        self.n = _positive("n", n)
+        self.n = require_int("n", n, minimum=1, error=ConfigurationError)
 
     async def retrieve(self, task: Task | str) -> list[Episode]:
         """The last `n` episodes, newest first (the task does not matter)."""
@@ -318,7 +306,7 @@ class SimilarityMemory(BaseMemory):
     ) -> None:
         super().__init__(include=include, encoding=encoding)
         self.store = _store_arg(store)
-        self.k = _positive("k", k)
+        self.k = require_int("k", k, minimum=1, error=ConfigurationError)
         if search_kwargs is not None and not isinstance(search_kwargs, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigurationError(f"search_kwargs must be a mapping, got {type(search_kwargs).__name__}")
         self.search_kwargs: dict[str, Any] = dict(search_kwargs or {})
@@ -374,11 +362,11 @@ class HybridMemory(BaseMemory):
         self.recency = RecencyMemory(store, n)
         self.similarity = SimilarityMemory(store, k, search_kwargs)
         self.store = self.recency.store
-        self.limit = None if limit is None else _positive("limit", limit)
-        self.weights = (_weight("recency_weight", recency_weight), _weight("similarity_weight", similarity_weight))
+        self.limit = None if limit is None else require_int("limit", limit, minimum=1, error=ConfigurationError)
+        self.weights = (require_weight("recency_weight", recency_weight, error=ConfigurationError), require_weight("similarity_weight", similarity_weight, error=ConfigurationError))
         if not any(self.weights):
             raise ConfigurationError("recency_weight and similarity_weight are both 0: give one a weight > 0")
-        self.rrf_k = _positive("rrf_k", rrf_k)
+        self.rrf_k = require_int("rrf_k", rrf_k, minimum=1, error=ConfigurationError)
 
     async def retrieve(self, task: Task | str) -> list[Episode]:
         """Recent and similar episodes, fused, best first."""
@@ -482,14 +470,14 @@ class ReflectiveMemory(BaseMemory):
         if not callable(llm):
             raise ConfigurationError(f"llm must be an async callable str -> str, got {type(llm).__name__}")
         self.llm = llm
-        self.n = _positive("n", n)
+        self.n = require_int("n", n, minimum=1, error=ConfigurationError)
         self.template = _template_arg(template)
         if timeout is not None and (
             isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0  # pyright: ignore[reportUnnecessaryIsInstance]
         ):
             raise ConfigurationError(f"timeout must be a number of seconds > 0 or None, got {timeout!r}")
         self.timeout = timeout
-        self.max_reflection_chars = _positive("max_reflection_chars", max_reflection_chars)
+        self.max_reflection_chars = require_int("max_reflection_chars", max_reflection_chars, minimum=1, error=ConfigurationError)
         if recall_with is not None and not isinstance(recall_with, BaseMemory):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigurationError(f"recall_with must be a memory, got {type(recall_with).__name__}")
         self.recall_with = recall_with

@@ -45,6 +45,7 @@ from episodex._plan import (
 )
 from episodex._sparse import Bm25Encoder
 from episodex._tasks import TIME_FORMAT, Episode
+from episodex._validation import require_int, require_text, require_weight
 
 if TYPE_CHECKING:
     from episodex._memory import EpisodicMemory
@@ -150,21 +151,9 @@ def _embedded_text(episode: Episode, text: object) -> str:
     return text
 
 
-def _count_arg(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValidationError(f"{name} must be an integer >= 0, got {value!r}")
-    return value
-
-
 def _id_arg(value: object) -> str:
     if not isinstance(value, str) or not value:
         raise ValidationError(f"id_ must be a non-empty string, got {value!r}")
-    return value
-
-
-def _query_arg(value: object) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ValidationError(f"query must be a non-empty string, got {value!r}")
     return value
 
 
@@ -545,7 +534,7 @@ class JSONLMemoryStore:
 
     async def read_recent(self, n: int) -> list[Episode]:
         """The `n` episodes completed last, newest first (ties: the later written first)."""
-        n = _count_arg("n", n)
+        n = require_int("n", n)
         with self._lock:
             return [e.episode for e in self._ordered()[:n]]
 
@@ -564,8 +553,8 @@ class JSONLMemoryStore:
                 BM25 score kept.
         """
         _search_kwargs(kwargs, self.SEARCH_OPTIONS, "JSONLMemoryStore")
-        query = _query_arg(query)
-        k = _count_arg("k", k)
+        query = require_text("query", query)
+        k = require_int("k", k)
         flt = _metadata_filter(kwargs.get("filter"))
         threshold = _threshold_arg(kwargs.get("score_threshold"))
         return await asyncio.to_thread(self._search, query, k, flt, threshold)
@@ -695,7 +684,7 @@ class QdrantMemoryStore:
         self.engine: Engine = engine
         self.collection = collection
         self.bm25 = bm25 or Bm25Encoder()
-        self.stage1_limit = _count_arg("stage1_limit", stage1_limit) or 1
+        self.stage1_limit = require_int("stage1_limit", stage1_limit) or 1
         manifest = {
             "embedder": self.embedder.model_id,
             "dimension": self.embedder.dimension,
@@ -850,7 +839,7 @@ class QdrantMemoryStore:
 
     async def read_recent(self, n: int) -> list[Episode]:
         """The `n` episodes completed last, newest first."""
-        return await asyncio.to_thread(self._recent, _count_arg("n", n))
+        return await asyncio.to_thread(self._recent, require_int("n", n))
 
     async def count(self) -> int:
         """How many episodes are stored."""
@@ -871,8 +860,8 @@ class QdrantMemoryStore:
                 `rrf_k`: the RRF constant (default 10).
         """
         _search_kwargs(kwargs, self.SEARCH_OPTIONS, "QdrantMemoryStore")
-        query = _query_arg(query)
-        k = _count_arg("k", k)
+        query = require_text("query", query)
+        k = require_int("k", k)
         raw_filter = kwargs.get("filter")
         flt = raw_filter if isinstance(raw_filter, Filter) else _plan_filter(_metadata_filter(raw_filter))
         threshold = _threshold_arg(kwargs.get("score_threshold"))
@@ -880,8 +869,8 @@ class QdrantMemoryStore:
         if mode not in ("hybrid", "dense", "bm25"):
             raise ValidationError(f"mode must be 'hybrid', 'dense' or 'bm25', got {mode!r}")
         weights = {
-            "dense": _weight_arg("dense_weight", kwargs.get("dense_weight", 1.0)),
-            "bm25": _weight_arg("bm25_weight", kwargs.get("bm25_weight", 1.0)),
+            "dense": require_weight("dense_weight", kwargs.get("dense_weight", 1.0)),
+            "bm25": require_weight("bm25_weight", kwargs.get("bm25_weight", 1.0)),
         }
         if not any(weights.values()):
             raise ValidationError("dense_weight and bm25_weight are both 0: give one a weight > 0")
@@ -918,12 +907,6 @@ class QdrantMemoryStore:
 
     async def __aexit__(self, *exc: object) -> None:
         self.close()
-
-
-def _weight_arg(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-        raise ValidationError(f"{name} must be a finite number >= 0, got {value!r}")
-    return float(value)
 
 
 def _plan_filter(flt: Mapping[str, str | int | tuple[str, ...]]) -> Filter:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
@@ -11,7 +12,14 @@ from pydantic import ValidationError as PydanticValidationError
 
 from episodex._errors import ValidationError
 
-__all__ = ["describe_validation_error", "json_object", "parse_model"]
+__all__ = [
+    "describe_validation_error",
+    "json_object",
+    "parse_model",
+    "require_int",
+    "require_text",
+    "require_weight",
+]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -62,3 +70,24 @@ def parse_model(cls: type[M], data: object, *, what: str, where: str = "") -> M:
         return cls.model_validate(dict(data))  # pyright: ignore[reportUnknownArgumentType]
     except PydanticValidationError as exc:
         raise ValidationError(where + describe_validation_error(exc, what)) from None
+
+
+def require_text(name: str, value: object) -> str:
+    """`value` must be a string with at least one non-space character."""
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationError(f"{name} must be a non-empty string, got {value!r}")
+    return value
+
+
+def require_int(name: str, value: object, *, minimum: int = 0, error: type[ValueError] = ValidationError) -> int:
+    """`value` must be an integer (not a bool) of at least `minimum`."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise error(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def require_weight(name: str, value: object, *, error: type[ValueError] = ValidationError) -> float:
+    """`value` must be a finite number (not a bool) of at least 0."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        raise error(f"{name} must be a finite number >= 0, got {value!r}")
+    return float(value)
