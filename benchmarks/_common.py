@@ -254,12 +254,14 @@ def md_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join(lines)
 
 
-def dir_size(path: Path) -> int:
+def dir_size(path: Path, *, allocated: bool = False) -> int:
+    """Bytes under `path`: apparent sizes, or the blocks really allocated (as `du` counts)."""
     total = 0
     for root, _, files in os.walk(path):
         for f in files:
             try:
-                total += (Path(root) / f).stat().st_size
+                st = (Path(root) / f).stat()
             except OSError:
-                pass
+                continue
+            total += st.st_blocks * 512 if allocated else st.st_size
     return total

@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from episodex import BaseMemoryStore, JSONLMemoryStore, QdrantMemoryStore
 from episodex._embedders import default_embedder
 from episodex._errors import ConfigurationError, ValidationError
 from episodex._plan import Filter, Match
@@ -22,7 +23,6 @@ from episodex._strategies import (
     render_episodes,
     render_memories,
 )
-from episodex._task_stores import BaseMemoryStore, JSONLMemoryStore, QdrantMemoryStore
 from episodex._tasks import Episode, Task, TaskResult
 from episodex._tokens import token_counter
 

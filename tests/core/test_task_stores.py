@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from episodex import BaseMemoryStore, JSONLMemoryStore, QdrantMemoryStore, StoreFileError
 from episodex._embedders import default_embedder
 from episodex._errors import (
     ConfigurationError,
@@ -19,13 +20,7 @@ from episodex._errors import (
 )
 from episodex._memory import EpisodicMemory
 from episodex._plan import Filter, Match
-from episodex._task_stores import (
-    BaseMemoryStore,
-    JSONLMemoryStore,
-    QdrantMemoryStore,
-    StoreFileError,
-    episode_point_id,
-)
+from episodex._task_stores import episode_point_id
 from episodex._tasks import Episode, Task, TaskResult
 
 T0 = datetime(2024, 3, 1, 8, 0, tzinfo=UTC)

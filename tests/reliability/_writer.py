@@ -63,7 +63,7 @@ def write_episodes(store: str, round_: int, size: int) -> None:
 
 
 async def write_jsonl(store: str, round_: int, size: int) -> None:
-    from episodex._task_stores import JSONLMemoryStore
+    from episodex import JSONLMemoryStore
     from episodex._tasks import Episode, Task, TaskResult
 
     jsonl = JSONLMemoryStore(store)

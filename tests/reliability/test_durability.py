@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from episodex import EpisodicMemory, StoreLockedError
-from episodex._task_stores import JSONLMemoryStore, StoreFileError
+from episodex import EpisodicMemory, JSONLMemoryStore, StoreFileError, StoreLockedError
 from episodex._tasks import Episode, Task, TaskResult
 
 from ._support import HashEmbedder, snapshot, total_points

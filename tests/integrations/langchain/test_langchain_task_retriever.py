@@ -4,8 +4,13 @@ import asyncio
 from typing import Any
 
 import pytest
-from episodex import ConfigurationError, EpisodicMemory, ValidationError
-from episodex._task_stores import JSONLMemoryStore, QdrantMemoryStore
+from episodex import (
+    ConfigurationError,
+    EpisodicMemory,
+    JSONLMemoryStore,
+    QdrantMemoryStore,
+    ValidationError,
+)
 from episodex._tasks import Episode, Task, TaskResult
 from langchain_core.retrievers import BaseRetriever
 from langchain_episodex import TaskEpisodeRetriever

@@ -45,7 +45,9 @@ from episodex._strategies import (
     render_episodes,
     render_memories,
 )
-from episodex._task_stores import BaseMemoryStore, JSONLMemoryStore, QdrantMemoryStore, TornLine
+from episodex._task_store_jsonl import JSONLMemoryStore
+from episodex._task_store_qdrant import QdrantMemoryStore
+from episodex._task_stores import BaseMemoryStore, TornLine
 from episodex._tasks import Episode, Task, TaskResult
 from episodex._tokens import DEFAULT_ENCODING, token_counter
 from episodex._working_memory import MemKey, MemoryEntry, WorkingMemory

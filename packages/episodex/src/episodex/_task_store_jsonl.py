@@ -1,0 +1,384 @@
+"""The JSONL task-episode store: one append-only file, BM25 search in process."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import threading
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from episodex._errors import (
+    ConfigurationError,
+    EpisodeNotFoundError,
+    StoreFileError,
+    ValidationError,
+)
+from episodex._sparse import Bm25Encoder
+from episodex._task_stores import (
+    TornLine,
+    check_search_kwargs,
+    describe_store,
+    embedded_text_arg,
+    episode_arg,
+    id_arg,
+    logger,
+    metadata_filter,
+    metadata_matches,
+    threshold_arg,
+)
+from episodex._tasks import Episode
+from episodex._validation import require_int, require_text
+
+__all__ = ["JSONLMemoryStore"]
+
+
+@dataclass(slots=True)
+class _Entry:
+    episode: Episode
+    seq: int
+    text: str | None
+    terms: dict[int, float] = field(default_factory=dict[int, float])
+
+
+class JSONLMemoryStore:
+    """Task episodes in one append-only JSONL file, searched with BM25 in process.
+
+    Every change is one appended line (a write, an update, or a delete tombstone), flushed
+    with `fsync` before the call returns; the file is replayed when the store opens. A crash
+    mid-write leaves at most a torn last line: it is detected on open, appended to a
+    `<filename>.torn` side file, cut from the store file and reported in `torn_lines` and the
+    log (or, with `on_torn_line="raise"`, raised as `StoreFileError`). Any other bad line
+    raises `StoreFileError` and the file is left as it is. One process should write a file
+    at a time.
+
+    ```python
+    from episodex import Episode, JSONLMemoryStore, Task, TaskResult
+
+    store = JSONLMemoryStore("./agent-memory")
+    task = Task(instruction="Convert 3 miles to km")
+    await store.write(Episode(task=task, result=TaskResult(task_id=task.id_, content="4.83 km"),
+                              metadata={"user": "u1"}))
+    hits = await store.search("how far is 3 miles in km", k=3, filter={"user": "u1"})
+    print(hits[0].result)  # -> 4.83 km
+    ```
+
+    Args:
+        dir: The folder of the file (created if missing).
+        filename: The file name.
+        on_torn_line: `repair` (move the fragment aside and report it) or `raise`.
+        fsync: Flush each change to disk before returning (turn off only for throwaway data).
+        bm25: The BM25 tokenizer and parameters (the same as the Qdrant store's).
+    """
+
+    SEARCH_OPTIONS = ("filter", "score_threshold")
+
+    def __init__(
+        self,
+        dir: str | os.PathLike[str],
+        filename: str = "episodes.jsonl",
+        *,
+        on_torn_line: Literal["repair", "raise"] = "repair",
+        fsync: bool = True,
+        bm25: Bm25Encoder | None = None,
+    ) -> None:
+        if on_torn_line not in ("repair", "raise"):
+            raise ConfigurationError(f"on_torn_line must be 'repair' or 'raise', got {on_torn_line!r}")
+        if not isinstance(filename, str) or not filename or Path(filename).name != filename:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigurationError(f"filename must be a plain file name, got {filename!r}")
+        self.dir = Path(dir)
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigurationError(f"cannot create the store folder {self.dir}: {exc}") from exc
+        self.path = self.dir / filename
+        self.torn_lines: list[TornLine] = []
+        """Torn last lines found and moved aside when the store was opened."""
+        self._fsync = fsync
+        self._bm25 = bm25 or Bm25Encoder()
+        self._lock = threading.Lock()
+        self._entries: dict[str, _Entry] = {}
+        self._by_task: dict[str, str] = {}
+        self._df: Counter[int] = Counter()
+        self._seq = 0
+        self._needs_newline = False
+        self._load(on_torn_line)
+
+    # -- the file ------------------------------------------------------------------------
+
+    def _load(self, on_torn_line: str) -> None:
+        data = self.path.read_bytes() if self.path.exists() else b""
+        lines = data.split(b"\n")
+        tail = lines.pop()  # what follows the last newline: b"" for a whole file
+        records: list[dict[str, Any]] = []
+        bad: list[tuple[int, str]] = []
+        for number, raw in enumerate(lines, start=1):
+            if raw.strip():
+                try:
+                    records.append(self._parse_line(raw))
+                except ValueError as exc:
+                    bad.append((number, str(exc)))
+        torn: tuple[int, int, bytes] | None = None
+        if tail.strip():
+            try:
+                records.append(self._parse_line(tail))
+                self._needs_newline = True  # whole record, only its newline was lost
+            except ValueError:
+                torn = (len(lines) + 1, len(data) - len(tail), tail)
+        elif tail:
+            self._needs_newline = True
+        if bad:
+            shown = "; ".join(f"line {n}: {why}" for n, why in bad[:5])
+            more = f" (and {len(bad) - 5} more)" if len(bad) > 5 else ""
+            raise StoreFileError(
+                f"{self.path} has {len(bad)} bad line(s): {shown}{more}; the file was not changed. "
+                "Fix or remove those lines (each line is one JSON record), then open it again",
+                bad,
+            )
+        if torn is not None:
+            number, offset, fragment = torn
+            if on_torn_line == "raise":
+                raise StoreFileError(
+                    f"{self.path} ends with a torn line {number} (a write cut short by a crash); "
+                    "the file was not changed. Open it with on_torn_line='repair' to move the "
+                    "fragment to a side file and go on",
+                    [(number, "torn last line: not a complete JSON record")],
+                )
+            self.torn_lines.append(self._set_aside(number, offset, fragment))
+        for record in records:
+            self._apply(record)
+
+    @staticmethod
+    def _parse_line(raw: bytes) -> dict[str, Any]:
+        try:
+            record = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise ValueError(f"not JSON ({exc})") from None
+        if not isinstance(record, dict):
+            raise ValueError("not a JSON object")
+        op = record.get("op")  # pyright: ignore[reportUnknownMemberType]
+        if op == "delete":
+            if not isinstance(record.get("id_"), str):  # pyright: ignore[reportUnknownMemberType]
+                raise ValueError("a delete record needs an id_ string")
+        elif op in ("write", "update"):
+            try:
+                record["episode"] = Episode.parse(record.get("episode"))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType, reportArgumentType]
+            except ValidationError as exc:
+                raise ValueError(str(exc)) from None
+            text = record.get("text")  # pyright: ignore[reportUnknownMemberType]
+            if text is not None and not isinstance(text, str):
+                raise ValueError("text must be a string")
+        else:
+            raise ValueError(f"unknown op {op!r}; expected write, update or delete")
+        return record  # pyright: ignore[reportUnknownVariableType]
+
+    def _set_aside(self, number: int, offset: int, fragment: bytes) -> TornLine:
+        side = self.path.with_name(self.path.name + ".torn")
+        with side.open("ab") as fh:
+            fh.write(fragment + b"\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        # Only after the fragment is safe elsewhere is it cut from the store file.
+        with self.path.open("r+b") as fh:
+            fh.truncate(offset)
+            fh.flush()
+            os.fsync(fh.fileno())
+        torn = TornLine(number, offset, fragment.decode("utf-8", errors="replace"), side)
+        logger.warning(
+            "episodex: %s ended with a torn line %d (%d bytes, a write cut short by a crash); "
+            "moved it to %s",
+            self.path, number, len(fragment), side,
+        )
+        return torn
+
+    def _append(self, record: Mapping[str, Any]) -> None:
+        line = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+        if self._needs_newline:
+            line = b"\n" + line
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            size = os.fstat(fd).st_size
+            try:
+                view = memoryview(line)
+                while view:
+                    written = os.write(fd, view)
+                    view = view[written:]
+                if self._fsync:
+                    os.fsync(fd)
+            except OSError:
+                # Disk full or similar: take the partial line back so the file stays whole.
+                os.ftruncate(fd, size)
+                raise
+        finally:
+            os.close(fd)
+        self._needs_newline = False
+
+    # -- the index -----------------------------------------------------------------------
+
+    def _apply(self, record: Mapping[str, Any]) -> None:
+        if record["op"] == "delete":
+            self._remove(record["id_"])
+        else:
+            self._put(record["episode"], record.get("text"))
+
+    def _remove(self, id_: str) -> _Entry | None:
+        entry = self._entries.pop(id_, None)
+        if entry is not None:
+            del self._by_task[entry.episode.task.id_]
+            self._df.subtract(entry.terms.keys())
+        return entry
+
+    def _put(self, episode: Episode, text: str | None) -> None:
+        self._remove(episode.id_)
+        previous = self._by_task.get(episode.task.id_)
+        if previous is not None:
+            self._remove(previous)
+        vec = self._bm25.document(text if text is not None else embedded_text_arg(episode, None))
+        terms: dict[int, float] = {}
+        for index, value in zip(vec.indices, vec.values, strict=True):
+            terms[index] = terms.get(index, 0.0) + value
+        self._seq += 1
+        self._entries[episode.id_] = _Entry(episode, self._seq, text, terms)
+        self._by_task[episode.task.id_] = episode.id_
+        self._df.update(terms.keys())
+
+    # -- the store methods, synchronous --------------------------------------------------
+
+    def _write(self, episode: Episode, text: str | None) -> None:
+        record: dict[str, Any] = {"op": "write", "episode": episode.to_record()}
+        if text is not None:
+            record["text"] = text
+        with self._lock:
+            self._append(record)
+            self._put(episode, text)
+
+    def _update(self, episode: Episode) -> None:
+        with self._lock:
+            old = self._entries.get(episode.id_)
+            if old is None:
+                raise EpisodeNotFoundError(f"no episode {episode.id_!r} in {self.path}")
+            # Keep a custom indexed text only while the task's text could not have changed.
+            text = old.text if old.episode.task == episode.task else None
+            record: dict[str, Any] = {"op": "update", "episode": episode.to_record()}
+            if text is not None:
+                record["text"] = text
+            self._append(record)
+            self._put(episode, text)
+
+    def _delete(self, id_: str) -> None:
+        with self._lock:
+            if id_ not in self._entries:
+                raise EpisodeNotFoundError(f"no episode {id_!r} in {self.path}")
+            self._append({"op": "delete", "id_": id_})
+            self._remove(id_)
+
+    def _ordered(self) -> list[_Entry]:
+        return sorted(self._entries.values(), key=lambda e: (e.episode.completed_at, e.seq), reverse=True)
+
+    def _search(self, query: str, k: int, flt: Mapping[str, Any], threshold: float | None) -> list[Episode]:
+        q = self._bm25.query(query)
+        with self._lock:
+            n = len(self._entries)
+            # Okapi BM25 as Qdrant's IDF modifier computes it, over the live episodes.
+            idf = {
+                t: math.log(1 + (n - self._df[t] + 0.5) / (self._df[t] + 0.5))
+                for t in q.indices
+                if self._df[t] > 0
+            }
+            if not idf or k == 0:
+                return []
+            scored: list[tuple[float, int, Episode]] = []
+            for entry in self._entries.values():
+                if flt and not metadata_matches(entry.episode.metadata, flt):
+                    continue
+                score = sum(
+                    idf[t] * weight * entry.terms.get(t, 0.0)
+                    for t, weight in zip(q.indices, q.values, strict=True)
+                    if t in idf
+                )
+                if score > 0 and (threshold is None or score >= threshold):
+                    scored.append((score, entry.seq, entry.episode))
+        scored.sort(key=lambda s: (-s[0], -s[1]))
+        return [episode for _, _, episode in scored[:k]]
+
+    # -- the store protocol --------------------------------------------------------------
+
+    async def write(self, episode: Episode, embedded_text: str | None = None) -> None:
+        """Append the episode; one that has the same task id (or episode id) is replaced.
+
+        Args:
+            episode: The episode.
+            embedded_text: The text BM25 indexes instead of the instruction, result,
+                additional data and error.
+        """
+        episode = episode_arg(episode)
+        text = None if embedded_text is None else embedded_text_arg(episode, embedded_text)
+        await asyncio.to_thread(self._write, episode, text)
+
+    async def read_recent(self, n: int) -> list[Episode]:
+        """The `n` episodes completed last, newest first (ties: the later written first)."""
+        n = require_int("n", n)
+        with self._lock:
+            return [e.episode for e in self._ordered()[:n]]
+
+    async def count(self) -> int:
+        """How many episodes are stored."""
+        return len(self._entries)
+
+    async def search(self, query: str, k: int = 3, **kwargs: Any) -> list[Episode]:
+        """Up to `k` episodes ranked by BM25 (Snowball stemming, English stopwords).
+
+        Args:
+            query: The search text (usually the new task's instruction).
+            k: How many episodes at most.
+            **kwargs: `filter`, a `{metadata key: value}` mapping (dotted keys reach nested
+                objects, a list of strings matches any of them); `score_threshold`, the least
+                BM25 score kept.
+        """
+        check_search_kwargs(kwargs, self.SEARCH_OPTIONS, "JSONLMemoryStore")
+        query = require_text("query", query)
+        k = require_int("k", k)
+        flt = metadata_filter(kwargs.get("filter"))
+        threshold = threshold_arg(kwargs.get("score_threshold"))
+        return await asyncio.to_thread(self._search, query, k, flt, threshold)
+
+    async def summary(self) -> str:
+        """What is held: count, date range, newest and oldest."""
+        with self._lock:
+            ordered = self._ordered()
+        newest = ordered[0].episode if ordered else None
+        oldest = ordered[-1].episode if ordered else None
+        return describe_store(f"JSONLMemoryStore ({self.path})", len(ordered), newest, oldest)
+
+    async def delete(self, id_: str) -> None:
+        """Append a delete tombstone for the episode; `EpisodeNotFoundError` if there is none."""
+        await asyncio.to_thread(self._delete, id_arg(id_))
+
+    async def update(self, episode: Episode) -> None:
+        """Append the new version of a stored episode; `EpisodeNotFoundError` if there is none."""
+        await asyncio.to_thread(self._update, episode_arg(episode))
+
+    async def compact(self) -> int:
+        """Rewrite the file with only the live episodes (atomically); returns how many."""
+        return await asyncio.to_thread(self._compact)
+
+    def _compact(self) -> int:
+        with self._lock:
+            entries = sorted(self._entries.values(), key=lambda e: e.seq)
+            tmp = self.path.with_name(f".{self.path.name}.compact")
+            with tmp.open("wb") as fh:
+                for e in entries:
+                    record: dict[str, Any] = {"op": "write", "episode": e.episode.to_record()}
+                    if e.text is not None:
+                        record["text"] = e.text
+                    fh.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
+                fh.flush()
+                os.fsync(fh.fileno())
+            tmp.replace(self.path)
+            self._needs_newline = False
+            return len(entries)

@@ -1,0 +1,368 @@
+"""The Qdrant task-episode store: dense + BM25 vectors fused in the engine, embedded or on a server."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import threading
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from episodex._embedders import Embedder
+from episodex._engine import Engine, open_engine
+from episodex._episodic import check_manifest
+from episodex._errors import (
+    ConfigurationError,
+    EpisodeNotFoundError,
+    ValidationError,
+)
+from episodex._plan import (
+    CollectionSpec,
+    Condition,
+    Filter,
+    Fused,
+    HasId,
+    Match,
+    MatchAny,
+    Point,
+    Search,
+    SparseVec,
+    Stream,
+)
+from episodex._sparse import Bm25Encoder
+from episodex._task_stores import (
+    check_search_kwargs,
+    describe_store,
+    embedded_text_arg,
+    episode_arg,
+    episode_point_id,
+    id_arg,
+    metadata_filter,
+    threshold_arg,
+)
+from episodex._tasks import Episode
+from episodex._validation import require_int, require_text, require_weight
+
+if TYPE_CHECKING:
+    from episodex._memory import EpisodicMemory
+
+__all__ = ["QdrantMemoryStore"]
+
+COLLECTION = "task_episodes"
+
+
+class QdrantMemoryStore:
+    """Task episodes in a Qdrant collection (`task_episodes`): dense plus BM25, fused by RRF.
+
+    Runs on the embedded Qdrant Edge engine (a folder), qdrant-client's `:memory:` mode or a
+    Qdrant server, and can share the engine and embedder of an `EpisodicMemory`, so one
+    folder holds conversation and task episodes. Each episode is one point whose id is derived
+    from the task id, so writing a task again replaces its episode.
+
+    Open it with `path=` (its own embedded folder), `location=":memory:"`, `url=` (a server),
+    `engine=`, or `memory=` to share an `EpisodicMemory`'s store:
+
+    ```python
+    from episodex import Episode, EpisodicMemory, QdrantMemoryStore, Task, TaskResult
+
+    memory = EpisodicMemory(path="./memory")
+    store = QdrantMemoryStore(memory=memory)  # the same folder, its own collection
+    task = Task(instruction="Convert 3 miles to km")
+    await store.write(Episode(task=task, result=TaskResult(task_id=task.id_, content="4.83 km")))
+    hits = await store.search("miles to kilometres", k=3, score_threshold=0.3)
+    print(hits[0].result)  # -> 4.83 km
+    memory.close()
+    ```
+
+    Args:
+        path: Folder of an embedded Qdrant Edge store.
+        url: A Qdrant server.
+        location: `:memory:` for qdrant-client's local mode.
+        api_key: Qdrant API key (server).
+        engine: An engine opened elsewhere (not closed by this store).
+        memory: An `EpisodicMemory` whose engine and embedder to share.
+        embedder: The dense embedder (default: the memory's, else the bundled model).
+        collection: The collection name.
+        bm25: The BM25 tokenizer and parameters.
+        stage1_limit: How many candidates each stream hands to fusion.
+    """
+
+    SEARCH_OPTIONS = ("filter", "score_threshold", "mode", "dense_weight", "bm25_weight", "rrf_k")
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        url: str | None = None,
+        location: str | None = None,
+        api_key: str | None = None,
+        engine: Engine | None = None,
+        memory: EpisodicMemory | None = None,
+        embedder: Embedder | str | None = None,
+        collection: str = COLLECTION,
+        bm25: Bm25Encoder | None = None,
+        stage1_limit: int = 100,
+    ) -> None:
+        from episodex._memory import resolve_embedder
+
+        sources = [
+            name
+            for name, value in (
+                ("path", path), ("url", url), ("location", location), ("engine", engine), ("memory", memory),
+            )
+            if value is not None
+        ]
+        if len(sources) != 1:
+            raise ConfigurationError(
+                "give exactly one of path=, url=, location=':memory:', engine= or memory=; "
+                f"got {sources or 'none'}"
+            )
+        if not isinstance(collection, str) or not collection:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigurationError(f"collection must be a non-empty string, got {collection!r}")
+        if memory is not None:
+            engine = memory.engine
+            embedder = memory.embedder if embedder is None else embedder
+        self.embedder: Embedder = resolve_embedder(embedder)
+        self._owns_engine = engine is None
+        if engine is None:
+            engine = open_engine(
+                path=os.fspath(path) if path is not None else None,
+                url=url,
+                location=location,
+                api_key=api_key,
+            )
+        self.engine: Engine = engine
+        self.collection = collection
+        self.bm25 = bm25 or Bm25Encoder()
+        self.stage1_limit = require_int("stage1_limit", stage1_limit) or 1
+        manifest = {
+            "embedder": self.embedder.model_id,
+            "dimension": self.embedder.dimension,
+            "kind": "task_episodes",
+            "schema": 1,
+            "bm25": self.bm25.config,
+        }
+        try:
+            stored = engine.ensure_collection(
+                CollectionSpec(
+                    name=collection,
+                    dense={"dense": self.embedder.dimension},
+                    sparse=("bm25",),
+                    keywords=("episode_id", "task_id"),
+                    floats=("completed_at",),
+                    metadata=manifest,
+                )
+            )
+            check_manifest(stored, manifest, f"the task episode collection {collection!r}")
+        except BaseException:
+            if self._owns_engine:
+                engine.close()
+            raise
+        self._write_lock = threading.Lock()
+
+    # -- synchronous core ----------------------------------------------------------------
+
+    def _point(self, episode: Episode, text: str) -> Point:
+        dense = self.embedder.embed_documents([text])[0].tolist()
+        return Point(
+            id=episode_point_id(episode.task.id_),
+            dense={"dense": dense},
+            sparse={"bm25": self.bm25.document(text)},
+            payload={
+                "episode": episode.to_record(),
+                "episode_id": episode.id_,
+                "task_id": episode.task.id_,
+                "completed_at": episode.completed_at.timestamp(),
+                "metadata": episode.metadata,
+                "text": text,
+            },
+        )
+
+    def _store(self, point: Point, episode_id: str) -> None:
+        # Write first, then drop any other point holding the same episode id (its task id
+        # changed): a crash in between leaves a duplicate, never a loss.
+        self.engine.upsert(self.collection, [point])
+        stale = Filter(must=(Match("episode_id", episode_id),), must_not=(HasId((point.id,)),))
+        if self.engine.count(self.collection, stale):
+            self.engine.delete(self.collection, stale)
+
+    def _write(self, episode: Episode, text: str | None) -> None:
+        point = self._point(episode, embedded_text_arg(episode, text))
+        with self._write_lock:
+            self._store(point, episode.id_)
+
+    def _find(self, episode_id: str) -> dict[str, Any] | None:
+        hits, _ = self.engine.scroll(
+            self.collection, Filter(must=(Match("episode_id", episode_id),)), limit=1
+        )
+        return hits[0].payload if hits else None
+
+    def _update(self, episode: Episode) -> None:
+        with self._write_lock:
+            old = self._find(episode.id_)
+            if old is None:
+                raise EpisodeNotFoundError(f"no episode {episode.id_!r} in collection {self.collection!r}")
+            custom = old.get("text") != embedded_text_arg(Episode.parse(old["episode"]), None)
+            same_task = old["episode"]["task"] == episode.task.model_dump(mode="json")
+            text = old["text"] if custom and same_task else None
+            self._store(self._point(episode, embedded_text_arg(episode, text)), episode.id_)
+
+    def _delete(self, id_: str) -> None:
+        flt = Filter(must=(Match("episode_id", id_),))
+        with self._write_lock:
+            if not self.engine.count(self.collection, flt):
+                raise EpisodeNotFoundError(f"no episode {id_!r} in collection {self.collection!r}")
+            self.engine.delete(self.collection, flt)
+
+    def _recent(self, n: int, *, descending: bool = True) -> list[Episode]:
+        if n == 0:
+            return []
+        hits, _ = self.engine.scroll(
+            self.collection, Filter(), limit=n, order_by="completed_at", descending=descending,
+            with_payload=("episode",),
+        )
+        return [Episode.parse(h.payload["episode"]) for h in hits]
+
+    def _search(
+        self,
+        query: str,
+        k: int,
+        flt: Filter,
+        threshold: float | None,
+        mode: str,
+        weights: Mapping[str, float],
+        rrf_k: int,
+    ) -> list[Episode]:
+        if k == 0:
+            return []
+        stage1 = max(self.stage1_limit, k)
+        dense = (
+            Stream("dense", self.embedder.embed_query(query).tolist(), stage1)
+            if mode != "bm25" and weights["dense"] > 0
+            else None
+        )
+        sparse_vec = self.bm25.query(query) if mode != "dense" and weights["bm25"] > 0 else SparseVec([], [])
+        sparse = Stream("bm25", sparse_vec, stage1) if sparse_vec.indices else None
+        payload = ("episode",)
+        if mode == "dense" or sparse is None:
+            if dense is None:
+                return []  # a BM25-only search for a query of only stopwords
+            request: Search | Fused = Search(dense, flt, k, payload, threshold)
+        elif mode == "bm25" or dense is None:
+            request = Search(sparse, flt, k, payload, threshold)
+        else:
+            if threshold is not None:
+                # RRF scores are ranks, not similarities: the threshold applies to the dense
+                # stream, and fusion only ranks the episodes that pass it.
+                passing = self.engine.query(
+                    self.collection, [Search(dense, flt, stage1, False, threshold)]
+                )[0]
+                if not passing:
+                    return []
+                flt = flt.and_(HasId(tuple(h.id for h in passing)))
+            request = Fused((dense, sparse), (weights["dense"], weights["bm25"]), rrf_k, flt, k, payload)
+        hits = self.engine.query(self.collection, [request])[0]
+        return [Episode.parse(h.payload["episode"]) for h in hits]
+
+    def _summary(self) -> str:
+        count = self.engine.count(self.collection, Filter())
+        newest = self._recent(1)
+        oldest = self._recent(1, descending=False)
+        where = f"collection {self.collection!r} on {self.engine.kind}"
+        return describe_store(
+            f"QdrantMemoryStore ({where})", count, newest[0] if newest else None, oldest[0] if oldest else None
+        )
+
+    # -- the store protocol --------------------------------------------------------------
+
+    async def write(self, episode: Episode, embedded_text: str | None = None) -> None:
+        """Embed and store the episode; one with the same task id (or episode id) is replaced.
+
+        Args:
+            episode: The episode.
+            embedded_text: The text embedded and BM25-indexed instead of the instruction,
+                result, additional data and error.
+        """
+        episode = episode_arg(episode)
+        text = None if embedded_text is None else embedded_text_arg(episode, embedded_text)
+        await asyncio.to_thread(self._write, episode, text)
+
+    async def read_recent(self, n: int) -> list[Episode]:
+        """The `n` episodes completed last, newest first."""
+        return await asyncio.to_thread(self._recent, require_int("n", n))
+
+    async def count(self) -> int:
+        """How many episodes are stored."""
+        return await asyncio.to_thread(self.engine.count, self.collection, Filter())
+
+    async def search(self, query: str, k: int = 3, **kwargs: Any) -> list[Episode]:
+        """Up to `k` episodes for `query`: dense and BM25 streams fused by weighted RRF.
+
+        Args:
+            query: The search text (usually the new task's instruction).
+            k: How many episodes at most.
+            **kwargs: `filter`: a `{metadata key: value}` mapping (dotted keys reach nested
+                objects, a list of strings matches any), or a plan `Filter` over the payload
+                (`metadata.<key>`, `task_id`, `episode_id`, `completed_at`), passed through.
+                `score_threshold`: the least cosine similarity (`hybrid`, `dense`) or BM25
+                score (`bm25`) kept. `mode`: `hybrid` (default), `dense` or `bm25`.
+                `dense_weight`, `bm25_weight`: the fusion weights (default 1.0 each).
+                `rrf_k`: the RRF constant (default 10).
+        """
+        check_search_kwargs(kwargs, self.SEARCH_OPTIONS, "QdrantMemoryStore")
+        query = require_text("query", query)
+        k = require_int("k", k)
+        raw_filter = kwargs.get("filter")
+        flt = raw_filter if isinstance(raw_filter, Filter) else _plan_filter(metadata_filter(raw_filter))
+        threshold = threshold_arg(kwargs.get("score_threshold"))
+        mode = kwargs.get("mode", "hybrid")
+        if mode not in ("hybrid", "dense", "bm25"):
+            raise ValidationError(f"mode must be 'hybrid', 'dense' or 'bm25', got {mode!r}")
+        weights = {
+            "dense": require_weight("dense_weight", kwargs.get("dense_weight", 1.0)),
+            "bm25": require_weight("bm25_weight", kwargs.get("bm25_weight", 1.0)),
+        }
+        if not any(weights.values()):
+            raise ValidationError("dense_weight and bm25_weight are both 0: give one a weight > 0")
+        rrf_k = kwargs.get("rrf_k", 10)
+        if isinstance(rrf_k, bool) or not isinstance(rrf_k, int) or rrf_k < 1:
+            raise ValidationError(f"rrf_k must be an integer >= 1, got {rrf_k!r}")
+        return await asyncio.to_thread(
+            functools.partial(self._search, query, k, flt, threshold, mode, weights, rrf_k)
+        )
+
+    async def summary(self) -> str:
+        """What is held: count, date range, newest and oldest."""
+        return await asyncio.to_thread(self._summary)
+
+    async def delete(self, id_: str) -> None:
+        """Delete the episode with this id; `EpisodeNotFoundError` if there is none."""
+        await asyncio.to_thread(self._delete, id_arg(id_))
+
+    async def update(self, episode: Episode) -> None:
+        """Replace the stored episode with this one's id; `EpisodeNotFoundError` if none."""
+        await asyncio.to_thread(self._update, episode_arg(episode))
+
+    def close(self) -> None:
+        """Close the engine if this store opened it; idempotent."""
+        if self._owns_engine:
+            self.engine.close()
+
+    async def aclose(self) -> None:
+        """Close the engine if this store opened it."""
+        self.close()
+
+    async def __aenter__(self) -> QdrantMemoryStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _plan_filter(flt: Mapping[str, str | int | tuple[str, ...]]) -> Filter:
+    conditions: list[Condition] = []
+    for key, wanted in flt.items():
+        path = f"metadata.{key}"
+        conditions.append(MatchAny(path, wanted) if isinstance(wanted, tuple) else Match(path, wanted))
+    return Filter(must=tuple(conditions))
