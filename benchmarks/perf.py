@@ -67,7 +67,7 @@ from episodex._plan import Fused, Match, Search, Stream
 USERS = 100
 CONVERSATIONS = 20
 AGENT = "bench"
-WEIGHTS = {"short": 0.2, "long": 0.3, "bm25": 0.5}  # EpisodeStore.recall's defaults
+WEIGHTS = {"short": 0.15, "long": 0.15, "bm25": 0.7}  # EpisodeStore.recall's defaults
 RRF_K = 10
 STAGE1 = 100
 PREV_LIMIT = 10
@@ -345,14 +345,16 @@ async def recall_loop(
                 else:
                     steps.append((f"peer.{peer.name}", lambda p=peer, q=q, u=user: timed(p.recall, q, u)))
         r = i % len(steps)
+        answers: dict[str, Any] = {}
         for key, step in steps[r:] + steps[:r]:
             out = step()
             if asyncio.iscoroutine(out):
                 out = await out
-            times[key], answer = out
-            if i == 0 and key.endswith(".recall"):
-                found = answer["previous_conversations"] or answer["same_conversation"]
-                assert found, f"{key}: recall found nothing"
+            times[key], answers[key] = out
+        if i == 0:
+            for b in backends:
+                if f"{b.name}.recall" in answers:
+                    check_same_answer(b, answers[f"{b.name}.recall"], answers[f"{b.name}.engine"])
         if not keep:
             continue
         for key, value in times.items():
@@ -365,6 +367,17 @@ async def recall_loop(
             if f"peer.{peer.name}" in times:
                 add(f"peer.{peer.name}.ours", times[f"{backends[0].name}.recall"])
     return s
+
+
+def check_same_answer(b: Backend, ours: dict[str, Any], bare: Any) -> None:
+    """The floor is only a floor if it is the same request: both must find the same episodes."""
+    found = ours["same_conversation"] or ours["previous_conversations"]
+    assert found, f"{b.name}: recall found nothing"
+    lists = bare if b.bare.kind == "edge" else [r.points for r in bare]
+    for side, hits in (("same_conversation", lists[0]), ("previous_conversations", lists[1])):
+        want = [str(h.id) for h in hits]
+        got = [item["point_id"] for item in ours[side]]
+        assert got == want, f"{b.name} {side}: recall {got} but the bare engine {want}"
 
 
 def own_work(b: Backend, real: Embedder, qs: Sequence[tuple[str, str, str]], *, reps: int) -> list[float]:

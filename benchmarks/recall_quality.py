@@ -422,9 +422,24 @@ def report(payload: dict[str, Any], out: Path) -> None:
             table_explore(payload["explore"], payload["modes"][2], convs),
             "",
         ]
-        if payload.get("recommended"):
-            lines += ["## Recommended against the current default", "", table_modes(payload["recommended"]), "",
-                      "![default vs recommended](quality_recommended.png)", ""]
+    if payload.get("recommended"):
+        per_conv = [
+            [res["search"], conv, *(pct(v[m]) for m in METRICS)]
+            for res in payload["recommended"]
+            for conv, v in res["by_conversation"].items()
+        ]
+        lines += [
+            "## Recommended against the current default",
+            "",
+            table_modes(payload["recommended"]),
+            "",
+            "Each conversation on its own:",
+            "",
+            md_table(["search", "conversation", *(f"{m} %" for m in METRICS)], per_conv),
+            "",
+            "![default vs recommended](quality_recommended.png)",
+            "",
+        ]
     (out / "recall_quality.md").write_text("\n".join(lines) + "\n")
     plot_modes(payload["modes"], out, "quality_modes.png")
     if payload.get("recommended"):
@@ -453,11 +468,16 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--cache", type=Path, default=CACHE)
     p.add_argument("--out", type=Path, default=RESULTS)
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--report-only", action="store_true", help="rewrite the report from the JSON")
     return p.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
+    if args.report_only:
+        payload = json.loads((args.out / "recall_quality.json").read_text())
+        report(payload, args.out)
+        return payload
     progress = not args.no_progress
     names = args.conversations.split(",") if args.conversations else None
     convs = load_locomo(args.data, names)

@@ -147,6 +147,21 @@ class EpisodeStoreConformance:
             ranks = {s: v["rank"] for s, v in item["streams"].items()}
             assert item["score"] == pytest.approx(reference_rrf(ranks, weights, 10), rel=1e-4)
 
+    async def test_recall_without_stream_ranks_returns_the_same_hits(self, memory: EpisodicMemory, loaded: list[str]) -> None:
+        args = {"user_id": U, "agent_id": A, "conversation_id": "c3", "query": "order address refund"}
+        full = await memory.recall(**args)
+        lean = await memory.recall(**args, with_stream_ranks=False)
+        for side in ("same_conversation", "previous_conversations"):
+            assert [(i["point_id"], i["score"]) for i in lean[side]] == [(i["point_id"], i["score"]) for i in full[side]]
+            assert all("streams" not in i for i in lean[side]) and all(i["streams"] for i in full[side])
+
+    async def test_default_weights_lean_on_bm25(self, memory: EpisodicMemory, loaded: list[str]) -> None:
+        res = await memory.recall(user_id=U, agent_id=A, query="order refund address", rrf_k=10)
+        weights = {"short": 0.15, "long": 0.15, "bm25": 0.7}
+        for item in res["previous_conversations"]:
+            ranks = {s: v["rank"] for s, v in item["streams"].items()}
+            assert item["score"] == pytest.approx(reference_rrf(ranks, weights, 10), rel=1e-4)
+
     async def test_recall_never_crosses_user_or_agent(self, memory: EpisodicMemory, loaded: list[str]) -> None:
         for user, agent in ((U, A), ("user-2", A), (U, "agent-2")):
             res = await memory.recall(user_id=user, agent_id=agent, conversation_id="c1", query="password reset email never arrived")

@@ -11,6 +11,7 @@ from typing import Any
 
 import qdrant_edge as qe
 
+from episodex._engine import StreamRanks, explain_fused, stream_searches
 from episodex._errors import ConfigurationError, EngineError, StoreLockedError
 from episodex._plan import (
     CollectionSpec,
@@ -97,6 +98,10 @@ def render_request(req: Search | Fused) -> qe.QueryRequest:
 def _hit(point: Any) -> Hit:
     # A hot path (hundreds of hits per recall): the bindings already return fresh objects.
     return Hit(str(point.id), point.score, point.payload or {})
+
+
+def _native_id(point: Any) -> Any:
+    return point.id
 
 
 def _record(record: Any) -> Hit:
@@ -263,6 +268,19 @@ class EdgeEngine:
             except Exception as exc:
                 raise _engine_error(exc, "query failed") from exc
         return [[_hit(p) for p in answer] for answer in answers]
+
+    def query_explained(
+        self, collection: str, requests: Sequence[Fused]
+    ) -> list[list[tuple[Hit, StreamRanks]]]:
+        """Fused searches with each hit's stream ranks, in one batch."""
+        rendered = [render_request(r) for r in [*requests, *stream_searches(requests)]]
+        with self._lock:
+            shard = self._shard(collection)
+            try:
+                answers = shard.query_batch(qe.QueryBatchRequest(rendered))
+            except Exception as exc:
+                raise _engine_error(exc, "query failed") from exc
+        return explain_fused(requests, answers, _native_id, _hit)
 
     def scroll(
         self,

@@ -8,13 +8,16 @@ classes call them from worker threads.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from episodex._errors import ConfigurationError
 from episodex._plan import CollectionSpec, Filter, Fused, HasId, Hit, Point, Search
 
-__all__ = ["Engine", "foreign_claims", "open_engine"]
+__all__ = ["Engine", "StreamRanks", "explain_fused", "foreign_claims", "open_engine", "stream_searches"]
+
+#: For one hit: stream name -> (rank from 1, that stream's score).
+StreamRanks = dict[str, tuple[int, float]]
 
 
 @runtime_checkable
@@ -40,6 +43,16 @@ class Engine(Protocol):
 
     def query(self, collection: str, requests: Sequence[Search | Fused]) -> list[list[Hit]]:
         """Run searches as one batch; one list of hits per request, best first."""
+        ...
+
+    def query_explained(
+        self, collection: str, requests: Sequence[Fused]
+    ) -> list[list[tuple[Hit, StreamRanks]]]:
+        """Run fused searches and, in the same batch, each of their streams alone.
+
+        Returns, for each request, its fused hits (best first), each with the rank (from 1)
+        and score that every stream that found it gave it.
+        """
         ...
 
     def scroll(
@@ -160,3 +173,39 @@ def foreign_claims(
                 "store a new record",
             )
     return foreign
+
+
+def stream_searches(requests: Sequence[Fused]) -> list[Search]:
+    """Each fused request's streams as id-only searches, in request then stream order."""
+    return [
+        Search(stream=s, filter=r.filter, limit=s.limit, with_payload=False)
+        for r in requests
+        for s in r.streams
+    ]
+
+
+def explain_fused(
+    requests: Sequence[Fused],
+    answers: Sequence[Sequence[Any]],
+    native_id: Callable[[Any], Any],
+    to_hit: Callable[[Any], Hit],
+) -> list[list[tuple[Hit, StreamRanks]]]:
+    """Pair each fused hit with its stream ranks, from a batch of fused + `stream_searches`.
+
+    Rank tables are keyed by the engine's own id objects, so the hundreds of stream hits that
+    did not make the fused top are never converted to `Hit`s (the hot path of a recall).
+    """
+    out: list[list[tuple[Hit, StreamRanks]]] = []
+    position = len(requests)
+    for index, request in enumerate(requests):
+        tables: list[tuple[str, dict[Any, tuple[int, float]]]] = []
+        for stream in request.streams:
+            table = {native_id(p): (rank, p.score) for rank, p in enumerate(answers[position], start=1)}
+            tables.append((stream.using, table))
+            position += 1
+        explained: list[tuple[Hit, StreamRanks]] = []
+        for point in answers[index]:
+            key = native_id(point)
+            explained.append((to_hit(point), {using: t[key] for using, t in tables if key in t}))
+        out.append(explained)
+    return out

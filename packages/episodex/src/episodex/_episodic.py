@@ -22,7 +22,7 @@ from episodex._conversation import ConversationEpisode, payload_to_item
 from episodex._embedders import Embedder
 from episodex._engine import Engine, foreign_claims
 from episodex._errors import EmbedderMismatchError, ImportFileError, NotFoundError, ValidationError
-from episodex._plan import CollectionSpec, Filter, Fused, HasId, Hit, Match, Point, Search, Stream
+from episodex._plan import CollectionSpec, Filter, Fused, HasId, Hit, Match, Point, Stream
 from episodex._sparse import Bm25Encoder
 from episodex._validation import require_int, require_text, require_weight
 
@@ -183,11 +183,12 @@ class EpisodeStore:
         conversation_id: str | None = None,
         previous_conversation_limit: int = 10,
         same_conversation_limit: int = 5,
-        short_weight: float = 0.2,
-        long_weight: float = 0.3,
-        bm25_weight: float = 0.5,
+        short_weight: float = 0.15,
+        long_weight: float = 0.15,
+        bm25_weight: float = 0.7,
         stage1_limit: int = 100,
         rrf_k: int = 10,
+        with_stream_ranks: bool = True,
     ) -> RecallResult:
         """Hybrid recall: three streams fused by weighted RRF in the engine, split by conversation."""
         base = tenant_filter(user_id, agent_id)
@@ -221,35 +222,26 @@ class EpisodeStore:
         streams = self._streams(query, weights, stage1)
         if not streams:
             return result  # a query of only stopwords with only the BM25 stream weighted
-        requests: list[Search | Fused] = []
-        for _, flt, limit in sides:
-            requests.append(
-                Fused(
-                    streams=tuple(s for s in streams),
-                    weights=tuple(weights[s.using] for s in streams),
-                    k=k,
-                    filter=flt,
-                    limit=limit,
-                )
+        requests = [
+            Fused(
+                streams=tuple(streams),
+                weights=tuple(weights[s.using] for s in streams),
+                k=k,
+                filter=flt,
+                limit=limit,
             )
-        # The same streams alone, ids only: the ranks each stream gave, reported with each hit.
-        for _, flt, _limit in sides:
-            requests.extend(Search(stream=s, filter=flt, limit=stage1, with_payload=False) for s in streams)
-        answers = self.engine.query(self.collection, requests)
-        n = len(sides)
-        for side_index, (name, _, _) in enumerate(sides):
-            per_stream = answers[n + side_index * len(streams) : n + (side_index + 1) * len(streams)]
-            ranks = [
-                (s.using, {hit.id: (rank, hit.score) for rank, hit in enumerate(hits, start=1)})
-                for s, hits in zip(streams, per_stream, strict=True)
-            ]
-            for hit in answers[side_index]:
+            for _, flt, limit in sides
+        ]
+        if not with_stream_ranks:
+            for (name, _, _), hits in zip(sides, self.engine.query(self.collection, requests), strict=True):
+                result[name].extend(payload_to_item(h.id, h.payload, h.score) for h in hits)
+            return result
+        # The streams also run alone, ids only, in the same batch: the rank each gave each hit.
+        answers = self.engine.query_explained(self.collection, requests)
+        for (name, _, _), explained in zip(sides, answers, strict=True):
+            for hit, ranks in explained:
                 item = payload_to_item(hit.id, hit.payload, hit.score)
-                item["streams"] = {
-                    using: {"rank": table[hit.id][0], "score": table[hit.id][1]}
-                    for using, table in ranks
-                    if hit.id in table
-                }
+                item["streams"] = {s: {"rank": rank, "score": score} for s, (rank, score) in ranks.items()}
                 result[name].append(item)
         return result
 

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, TypeVar
 
+from episodex._engine import StreamRanks, explain_fused, stream_searches
 from episodex._errors import EngineError, EngineUnavailableError
 from episodex._plan import (
     CollectionSpec,
@@ -264,6 +265,16 @@ class QdrantClientEngine:
             "query", lambda: self._client.query_batch_points(self._name(collection), rendered)
         )
         return [[_hit(p) for p in a.points] for a in answers]
+
+    def query_explained(
+        self, collection: str, requests: Sequence[Fused]
+    ) -> list[list[tuple[Hit, StreamRanks]]]:
+        """Fused searches with each hit's stream ranks, in one batch."""
+        rendered = [render_request(r) for r in [*requests, *stream_searches(requests)]]
+        answers = self._call(
+            "query", lambda: self._client.query_batch_points(self._name(collection), rendered)
+        )
+        return explain_fused(requests, [a.points for a in answers], lambda p: p.id, _hit)
 
     def scroll(
         self,

@@ -87,9 +87,9 @@ def _parser() -> argparse.ArgumentParser:
     rec.add_argument("query", help="the query text")
     rec.add_argument("--same-limit", type=int, default=5)
     rec.add_argument("--previous-limit", type=int, default=10)
-    rec.add_argument("--short-weight", type=float, default=0.2)
-    rec.add_argument("--long-weight", type=float, default=0.3)
-    rec.add_argument("--bm25-weight", type=float, default=0.5)
+    rec.add_argument("--short-weight", type=float, default=0.15)
+    rec.add_argument("--long-weight", type=float, default=0.15)
+    rec.add_argument("--bm25-weight", type=float, default=0.7)
     rec.add_argument("--block", action="store_true", help="print the prompt block instead of a list")
     rec.add_argument("--max-tokens", type=int, help="token budget for --block")
 
