@@ -49,6 +49,13 @@ def test_perf_harness_runs_on_a_tiny_store(tmp_path: Path, cache: Path) -> None:
     probe = perf.probe_open(str(cache / "perf-edge-store"), recalls=2)
     assert probe["episodes"] == 40 and probe["open_s"] > 0
 
+    # The rank-cost harness runs on the store perf.py left behind.
+    ranks = _harness("rank_cost").main([
+        "--store", str(cache / "perf-edge-store"), "--queries", "3", "--repeat", "1", "--out", str(out),
+    ])
+    assert ranks["queries"] == 3 and ranks["p50_ms"]["ranks"] > 0 and ranks["p50_ms"]["lean"] > 0
+    assert "with_stream_ranks=False" in (out / "rank_cost.md").read_text()
+
 
 def test_recall_quality_harness_scores_the_three_modes(tmp_path: Path, cache: Path) -> None:
     quality = _harness("recall_quality")
