@@ -205,7 +205,13 @@ class BareEngine:
             self._name = f"episodex_{COLLECTION}"
 
     def render(self, requests: Sequence[Search | Fused]) -> Any:
-        rendered = [self._render(r) for r in requests]
+        if self.kind == "edge":
+            # As the engine sends them: id-only stream searches carry no payload at all.
+            rendered = [
+                self._render(r, native_ids=isinstance(r, Search) and r.with_payload is False) for r in requests
+            ]
+        else:
+            rendered = [self._render(r) for r in requests]
         if self.kind == "edge":
             import qdrant_edge as qe
 
@@ -375,7 +381,9 @@ def check_same_answer(b: Backend, ours: dict[str, Any], bare: Any) -> None:
     assert found, f"{b.name}: recall found nothing"
     lists = bare if b.bare.kind == "edge" else [r.points for r in bare]
     for side, hits in (("same_conversation", lists[0]), ("previous_conversations", lists[1])):
-        want = [str(h.id) for h in hits]
+        # The embedded engine keys points by 64 bits of their UUID and carries the UUID itself
+        # in the payload; a server keys them by the UUID.
+        want = [(h.payload or {}).get("_episodex_id") or str(h.id) for h in hits]
         got = [item["point_id"] for item in ours[side]]
         assert got == want, f"{b.name} {side}: recall {got} but the bare engine {want}"
 

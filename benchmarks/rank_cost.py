@@ -94,7 +94,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         user = f"user-{i % 100:03d}"
         conv = f"conv-{(i * 7) % 20:02d}"
         fused = _fused(store, query, user, agent, conv)
-        full_batch = qe.QueryBatchRequest([render_request(r) for r in [*fused, *stream_searches(fused)]])
+        full_batch = qe.QueryBatchRequest(
+            [render_request(r) for r in fused]
+            + [render_request(r, native_ids=True) for r in stream_searches(fused)]
+        )
         lean_batch = qe.QueryBatchRequest([render_request(r) for r in fused])
         kwargs = {"user_id": user, "agent_id": agent, "conversation_id": conv, "query": query}
         # Called at once by _best, so binding the loop's current values is what is meant.

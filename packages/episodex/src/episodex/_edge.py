@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ from typing import Any
 import qdrant_edge as qe
 
 from episodex._engine import StreamRanks, explain_fused, stream_searches
-from episodex._errors import ConfigurationError, EngineError, StoreLockedError
+from episodex._errors import ConfigurationError, EngineError, StoreLockedError, ValidationError
 from episodex._plan import (
     CollectionSpec,
     Condition,
@@ -33,6 +34,28 @@ __all__ = ["EdgeEngine"]
 
 _MANIFEST = "episodex.json"
 
+# The binding returns a UUID point id as a new `uuid.UUID` (0.8 us each) and an integer id in a
+# tenth of that, and a recall reads hundreds of ids (the stream ranks). So points are stored
+# under a 64-bit integer taken from their UUID, and the UUID itself rides in the payload under
+# `_ID_KEY`, removed again before a payload leaves this module.
+_ID_KEY = "_episodex_id"
+_ID_SCHEME = "u64-of-uuid"
+_LOW_64 = (1 << 64) - 1
+
+
+def _canonical(point_id: str) -> str:
+    try:
+        return str(uuid.UUID(point_id))
+    except (ValueError, AttributeError, TypeError):
+        raise ValidationError(f"a point id must be a UUID string, got {point_id!r}") from None
+
+
+def _key(point_id: str) -> int:
+    try:
+        return uuid.UUID(point_id).int & _LOW_64
+    except (ValueError, AttributeError, TypeError):
+        raise ValidationError(f"a point id must be a UUID string, got {point_id!r}") from None
+
 
 def _condition(cond: Condition) -> Any:
     if isinstance(cond, Match):
@@ -45,7 +68,7 @@ def _condition(cond: Condition) -> Any:
         return qe.FieldCondition(
             cond.key, range=qe.RangeFloat(gte=cond.gte, gt=cond.gt, lte=cond.lte, lt=cond.lt)
         )
-    return qe.HasIdCondition(set(cond.ids))
+    return qe.HasIdCondition({_key(i) for i in cond.ids})
 
 
 def render_filter(flt: Filter) -> qe.Filter:
@@ -69,20 +92,27 @@ def _prefetch(stream: Stream, flt: qe.Filter) -> qe.Prefetch:
 
 
 def _payload_selector(with_payload: bool | Sequence[str]) -> Any:
-    if isinstance(with_payload, bool):
-        return with_payload
-    return qe.PayloadSelector.Include(list(with_payload))
+    # Whatever is asked for, the point's UUID comes along.
+    if with_payload is True:
+        return True
+    fields = [] if with_payload is False else list(with_payload)
+    return qe.PayloadSelector.Include([*fields, _ID_KEY])
 
 
-def render_request(req: Search | Fused) -> qe.QueryRequest:
-    """Render a plan search as a Qdrant Edge query request."""
+def render_request(req: Search | Fused, *, native_ids: bool = False) -> qe.QueryRequest:
+    """Render a plan search as a Qdrant Edge query request.
+
+    With `native_ids`, an id-only search returns no payload at all: its hits are matched by
+    their integer ids, never turned into `Hit`s.
+    """
     flt = render_filter(req.filter)
     if isinstance(req, Search):
+        plain = native_ids and req.with_payload is False
         return qe.QueryRequest(
             limit=req.limit,
             query=qe.Query.Nearest(_vector(req.stream.vector), using=req.stream.using),
             filter=flt,
-            with_payload=_payload_selector(req.with_payload),
+            with_payload=False if plain else _payload_selector(req.with_payload),
             score_threshold=req.score_threshold,
         )
     return qe.QueryRequest(
@@ -96,8 +126,8 @@ def render_request(req: Search | Fused) -> qe.QueryRequest:
 
 
 def _hit(point: Any) -> Hit:
-    # A hot path (hundreds of hits per recall): the bindings already return fresh objects.
-    return Hit(str(point.id), point.score, point.payload or {})
+    payload = point.payload or {}
+    return Hit(payload.pop(_ID_KEY, None) or str(point.id), point.score, payload)
 
 
 def _native_id(point: Any) -> Any:
@@ -105,7 +135,8 @@ def _native_id(point: Any) -> Any:
 
 
 def _record(record: Any) -> Hit:
-    return Hit(str(record.id), 0.0, record.payload or {})
+    payload = record.payload or {}
+    return Hit(payload.pop(_ID_KEY, None) or str(record.id), 0.0, payload)
 
 
 def _engine_error(exc: Exception, what: str) -> EngineError:
@@ -178,6 +209,12 @@ class EdgeEngine:
                 return _read_manifest(manifest) if manifest.exists() else {}
             if manifest.exists():
                 stored = _read_manifest(manifest)
+                if stored.get("edge_point_ids") != _ID_SCHEME:
+                    raise EngineError(
+                        f"{folder} was made by a development version of episodex that stored "
+                        "UUID point ids; export it with that version and import the file into a "
+                        "new store"
+                    )
                 try:
                     shard = qe.EdgeShard.load(str(folder))
                 except Exception as exc:
@@ -222,10 +259,11 @@ class EdgeEngine:
                 raise _engine_error(exc, f"cannot create {folder}") from exc
             # The manifest is written last and atomically: its presence means "fully created".
             tmp = manifest.with_suffix(".tmp")
-            tmp.write_text(json.dumps(dict(spec.metadata), sort_keys=True))
+            stored = {**spec.metadata, "edge_point_ids": _ID_SCHEME}
+            tmp.write_text(json.dumps(stored, sort_keys=True))
             tmp.replace(manifest)
             self._shards[spec.name] = shard
-            return dict(spec.metadata)
+            return stored
 
     def upsert(self, collection: str, points: Sequence[Point]) -> None:
         """Insert or replace points in one update operation."""
@@ -233,18 +271,48 @@ class EdgeEngine:
             return
         rendered = [
             qe.Point(
-                p.id,
+                _key(p.id),
                 {**p.dense, **{k: _vector(v) for k, v in p.sparse.items()}},
-                dict(p.payload),
+                {**p.payload, _ID_KEY: _canonical(p.id)},
             )
             for p in points
         ]
         with self._lock:
             shard = self._shard(collection)
+            self._refuse_key_collisions(shard, points)
             try:
                 shard.update(qe.UpdateOperation.upsert_points(rendered))
             except Exception as exc:
                 raise _engine_error(exc, "upsert failed") from exc
+
+    @staticmethod
+    def _refuse_key_collisions(shard: qe.EdgeShard, points: Sequence[Point]) -> None:
+        # Two UUIDs sharing their low 64 bits would share a point: refuse the second one rather
+        # than let it replace the first (which may belong to another tenant).
+        wanted: dict[int, str] = {}
+        for p in points:
+            key, pid = _key(p.id), _canonical(p.id)
+            if wanted.setdefault(key, pid) != pid:
+                raise ValidationError(f"point ids {wanted[key]!r} and {pid!r} collide in the embedded engine; use another id")
+        try:
+            records, _ = shard.scroll(
+                qe.ScrollRequest(
+                    limit=len(wanted),
+                    filter=qe.Filter(must=[qe.HasIdCondition(set(wanted))]),
+                    with_payload=qe.PayloadSelector.Include([_ID_KEY]),
+                    with_vector=False,
+                )
+            )
+        except Exception as exc:
+            raise _engine_error(exc, "upsert failed") from exc
+        for record in records:
+            stored = (record.payload or {}).get(_ID_KEY)
+            claimed = wanted.get(int(record.id))
+            if stored is not None and stored != claimed:
+                raise ValidationError(
+                    f"point id {claimed!r} collides in the embedded engine with the stored id "
+                    f"{stored!r}; use another id"
+                )
 
     def delete(self, collection: str, flt: Filter) -> None:
         """Delete the points matching `flt`."""
@@ -273,7 +341,8 @@ class EdgeEngine:
         self, collection: str, requests: Sequence[Fused]
     ) -> list[list[tuple[Hit, StreamRanks]]]:
         """Fused searches with each hit's stream ranks, in one batch."""
-        rendered = [render_request(r) for r in [*requests, *stream_searches(requests)]]
+        rendered = [render_request(r) for r in requests]
+        rendered += [render_request(r, native_ids=True) for r in stream_searches(requests)]
         with self._lock:
             shard = self._shard(collection)
             try:
@@ -299,7 +368,7 @@ class EdgeEngine:
             direction = qe.Direction.Desc if descending else qe.Direction.Asc
             order = qe.OrderBy(order_by, direction=direction)
         request = qe.ScrollRequest(
-            offset=offset if order is None else None,
+            offset=int(offset) if offset is not None and order is None else None,
             limit=limit,
             filter=render_filter(flt),
             with_payload=_payload_selector(with_payload),

@@ -280,7 +280,8 @@ class EpisodeStore:
         except ValueError:
             raise ValidationError(f"point_id must be a UUID string, got {point_id!r}") from None
         hits, _ = self.engine.scroll(self.collection, flt.and_(HasId((canonical,))), limit=1)
-        return hits[0] if hits else None
+        # An engine may key points by a digest of the id: make sure it is this very id.
+        return hits[0] if hits and hits[0].id == canonical else None
 
     def read_recent(
         self, n: int = 10, *, user_id: str, agent_id: str, conversation_id: str | None = None
