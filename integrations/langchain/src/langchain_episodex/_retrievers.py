@@ -7,19 +7,11 @@ from datetime import datetime
 from typing import Any
 
 from episodex import EpisodicMemory
-from episodex._errors import ValidationError
-from langchain_core.callbacks import (
-    AsyncCallbackManagerForRetrieverRun,
-    CallbackManagerForRetrieverRun,
-)
 from langchain_core.documents import Document
-from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict, Field, field_validator
-from pydantic import ValidationError as PydanticValidationError
+from pydantic import Field, field_validator
 
-from langchain_episodex._blocking import run_blocking
 from langchain_episodex._options import RECALL_OPTIONS, check_recall_options, core_memory
-from langchain_episodex._pydantic import configuration_error
+from langchain_episodex._retriever_base import EpisodexRetriever
 
 __all__ = ["EpisodicRetriever", "episode_document"]
 
@@ -46,7 +38,7 @@ def episode_document(item: Mapping[str, Any]) -> Document:
     return Document(id=item["point_id"], page_content=str(item.get("short_summary_text", "")), metadata=metadata)
 
 
-class EpisodicRetriever(BaseRetriever):
+class EpisodicRetriever(EpisodexRetriever):
     """Retrieve a user's conversation episodes from episodex, best first.
 
     Each `Document` holds an episode's short summary as `page_content`; its metadata holds
@@ -79,7 +71,7 @@ class EpisodicRetriever(BaseRetriever):
         ```
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+    call_options = RECALL_OPTIONS
 
     memory: EpisodicMemory
     """The core memory to read (a `SyncEpisodicMemory` is unwrapped to it)."""
@@ -94,12 +86,6 @@ class EpisodicRetriever(BaseRetriever):
     recall_options: dict[str, Any] = Field(default_factory=dict[str, Any])
     """Extra `EpisodicMemory.recall` options: stream weights, `stage1_limit`, `rrf_k`."""
 
-    def __init__(self, **data: Any) -> None:
-        try:
-            super().__init__(**data)
-        except PydanticValidationError as exc:
-            raise configuration_error(type(self).__name__, exc) from None
-
     @field_validator("memory", mode="before")
     @classmethod
     def _unwrap(cls, value: object) -> object:
@@ -110,19 +96,11 @@ class EpisodicRetriever(BaseRetriever):
     def _known(cls, value: dict[str, Any]) -> dict[str, Any]:
         return check_recall_options(value)
 
+    def _defaults(self) -> dict[str, Any]:
+        return dict(self.recall_options)
+
     def _call_options(self, k: int | None, overrides: Mapping[str, Any]) -> tuple[int, dict[str, Any]]:
-        k = self.k if k is None else k
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ValidationError(f"k must be an integer >= 1, got {k!r}")
-        # `verbose` is LangChain's own invoke flag, passed through to every retriever.
-        extra = {name: value for name, value in overrides.items() if name != "verbose"}
-        unknown = sorted(set(extra) - RECALL_OPTIONS)
-        if unknown:
-            raise ValidationError(
-                f"unknown retriever argument(s) {', '.join(unknown)}; give k or recall options "
-                f"({', '.join(sorted(RECALL_OPTIONS))})"
-            )
-        options = {**self.recall_options, **extra}
+        k, options = super()._call_options(k, overrides)
         options.setdefault("previous_conversation_limit", k)
         if self.conversation_id is not None:
             options.setdefault("same_conversation_limit", k)
@@ -139,25 +117,3 @@ class EpisodicRetriever(BaseRetriever):
         items = [*result["same_conversation"], *result["previous_conversations"]]
         items.sort(key=lambda item: -float(item.get("score", 0.0)))
         return [episode_document(item) for item in items[:k]]
-
-    def _get_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: CallbackManagerForRetrieverRun,
-        k: int | None = None,
-        **overrides: Any,
-    ) -> list[Document]:
-        k, options = self._call_options(k, overrides)
-        return run_blocking(self._documents(query, k, options))
-
-    async def _aget_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: AsyncCallbackManagerForRetrieverRun,
-        k: int | None = None,
-        **overrides: Any,
-    ) -> list[Document]:
-        k, options = self._call_options(k, overrides)
-        return await self._documents(query, k, options)

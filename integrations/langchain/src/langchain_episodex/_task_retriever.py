@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
-from episodex._errors import ValidationError
 from episodex._task_stores import BaseMemoryStore
 from episodex._tasks import EPISODE_FIELDS, Episode
-from langchain_core.callbacks import (
-    AsyncCallbackManagerForRetrieverRun,
-    CallbackManagerForRetrieverRun,
-)
 from langchain_core.documents import Document
-from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict, Field, field_validator
-from pydantic import ValidationError as PydanticValidationError
+from pydantic import Field, field_validator
 
-from langchain_episodex._blocking import run_blocking
-from langchain_episodex._pydantic import configuration_error
+from langchain_episodex._retriever_base import EpisodexRetriever
 
 __all__ = ["TaskEpisodeRetriever", "task_document"]
 
@@ -41,7 +32,7 @@ def task_document(episode: Episode, rank: int, include: list[str] | None = None)
     return Document(id=episode.id_, page_content=episode.format(include=include), metadata=metadata)
 
 
-class TaskEpisodeRetriever(BaseRetriever):
+class TaskEpisodeRetriever(EpisodexRetriever):
     """Retrieve task episodes (earlier attempts at similar tasks) from an episodex task store.
 
     Works with any task store (`QdrantMemoryStore`, `JSONLMemoryStore`, or your own
@@ -67,7 +58,7 @@ class TaskEpisodeRetriever(BaseRetriever):
         ```
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+    call_options = SEARCH_OPTIONS
 
     store: BaseMemoryStore
     """The task-episode store to search."""
@@ -77,12 +68,6 @@ class TaskEpisodeRetriever(BaseRetriever):
     """Extra options of the store's `search`: `filter`, `score_threshold`, `mode`, weights."""
     include: list[str] | None = None
     """The episode fields rendered in `page_content`; None for the store's default fields."""
-
-    def __init__(self, **data: Any) -> None:
-        try:
-            super().__init__(**data)
-        except PydanticValidationError as exc:
-            raise configuration_error(type(self).__name__, exc) from None
 
     @field_validator("search_options")
     @classmethod
@@ -102,42 +87,9 @@ class TaskEpisodeRetriever(BaseRetriever):
             raise ValueError(f"unknown episode field(s) {', '.join(unknown)}; known: {', '.join(EPISODE_FIELDS)}")
         return value
 
-    def _call_options(self, k: int | None, overrides: Mapping[str, Any]) -> tuple[int, dict[str, Any]]:
-        k = self.k if k is None else k
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ValidationError(f"k must be an integer >= 1, got {k!r}")
-        # `verbose` is LangChain's own invoke flag, passed through to every retriever.
-        extra = {name: value for name, value in overrides.items() if name != "verbose"}
-        unknown = sorted(set(extra) - SEARCH_OPTIONS)
-        if unknown:
-            raise ValidationError(
-                f"unknown retriever argument(s) {', '.join(unknown)}; give k or search options "
-                f"({', '.join(sorted(SEARCH_OPTIONS))})"
-            )
-        return k, {**self.search_options, **extra}
+    def _defaults(self) -> dict[str, Any]:
+        return dict(self.search_options)
 
     async def _documents(self, query: str, k: int, options: dict[str, Any]) -> list[Document]:
         episodes = await self.store.search(query, k, **options)
         return [task_document(ep, rank, self.include) for rank, ep in enumerate(episodes[:k], start=1)]
-
-    def _get_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: CallbackManagerForRetrieverRun,
-        k: int | None = None,
-        **overrides: Any,
-    ) -> list[Document]:
-        k, options = self._call_options(k, overrides)
-        return run_blocking(self._documents(query, k, options))
-
-    async def _aget_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: AsyncCallbackManagerForRetrieverRun,
-        k: int | None = None,
-        **overrides: Any,
-    ) -> list[Document]:
-        k, options = self._call_options(k, overrides)
-        return await self._documents(query, k, options)

@@ -1,0 +1,84 @@
+"""What the two retrievers share: typed errors, per-call `k` and options, sync and async."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from episodex._errors import ValidationError
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+)
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from pydantic import ConfigDict
+from pydantic import ValidationError as PydanticValidationError
+
+from langchain_episodex._blocking import run_blocking
+from langchain_episodex._pydantic import configuration_error
+
+__all__ = ["EpisodexRetriever"]
+
+
+class EpisodexRetriever(BaseRetriever):
+    """A retriever whose `k` and core options may be given per call: `invoke(query, k=2, ...)`.
+
+    Subclasses set `call_options` (the option names a call may pass), and implement
+    `_documents` (natively async); the sync path runs the same coroutine.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
+    call_options: ClassVar[frozenset[str]] = frozenset()
+    k: int
+    """How many documents to return (overridden per call by `invoke(..., k=)`)."""
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except PydanticValidationError as exc:
+            raise configuration_error(type(self).__name__, exc) from None
+
+    def _defaults(self) -> dict[str, Any]:
+        """The options set on the retriever, which a call's own options override."""
+        return {}
+
+    def _call_options(self, k: int | None, overrides: Mapping[str, Any]) -> tuple[int, dict[str, Any]]:
+        k = self.k if k is None else k
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValidationError(f"k must be an integer >= 1, got {k!r}")
+        # `verbose` is LangChain's own invoke flag, passed through to every retriever.
+        extra = {name: value for name, value in overrides.items() if name != "verbose"}
+        unknown = sorted(set(extra) - self.call_options)
+        if unknown:
+            raise ValidationError(
+                f"unknown retriever argument(s) {', '.join(unknown)}; give k or options "
+                f"({', '.join(sorted(self.call_options))})"
+            )
+        return k, {**self._defaults(), **extra}
+
+    async def _documents(self, query: str, k: int, options: dict[str, Any]) -> list[Document]:
+        raise NotImplementedError
+
+    def _get_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,
+        k: int | None = None,
+        **overrides: Any,
+    ) -> list[Document]:
+        k, options = self._call_options(k, overrides)
+        return run_blocking(self._documents(query, k, options))
+
+    async def _aget_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,
+        k: int | None = None,
+        **overrides: Any,
+    ) -> list[Document]:
+        k, options = self._call_options(k, overrides)
+        return await self._documents(query, k, options)
