@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from episodex import EpisodicMemory as CoreMemory
-from episodex._errors import ValidationError
+from episodex import ValidationError
 from pydantic import ConfigDict, Field, field_validator
 from pydantic import ValidationError as PydanticValidationError
 

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
-from episodex._errors import ConfigurationError, ValidationError
+from episodex import ConfigurationError, ValidationError
 
 __all__ = ["EpisodicContext", "Scope", "resolve_scope"]
 

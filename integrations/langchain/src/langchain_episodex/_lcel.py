@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from episodex import ConfigurationError, ValidationError
 from episodex import EpisodicMemory as CoreMemory
-from episodex._errors import ConfigurationError, ValidationError
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 
 from langchain_episodex._blocking import run_blocking

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from episodex._errors import ConfigurationError
-from episodex._llm import LLMCallable
+from episodex import ConfigurationError, LLMCallable
 from langchain_core.language_models import BaseLanguageModel
 
 from langchain_episodex._summaries import message_text

@@ -7,9 +7,8 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from episodex import ConfigurationError, LLMCallable
 from episodex import EpisodicMemory as CoreMemory
-from episodex._errors import ConfigurationError
-from episodex._llm import LLMCallable
 from langchain_core.language_models import BaseLanguageModel
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, SystemMessage
 

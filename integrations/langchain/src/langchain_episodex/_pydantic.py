@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from episodex._errors import ConfigurationError
+from episodex import ConfigurationError
 from pydantic import ValidationError as PydanticValidationError
 
 __all__ = ["configuration_error"]

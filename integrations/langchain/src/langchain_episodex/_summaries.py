@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from episodex._errors import ValidationError
-from episodex._llm import LLMCallable
+from episodex import LLMCallable, ValidationError
 from langchain_core.messages import BaseMessage
 
 __all__ = ["exchange_summaries", "message_text", "reflect_summaries"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from episodex._task_stores import BaseMemoryStore
+from episodex import BaseMemoryStore
 from episodex._tasks import EPISODE_FIELDS, Episode
 from langchain_core.documents import Document
 from pydantic import Field, field_validator

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import ValidationError as PydanticValidationError
 
-from episodex._errors import ConfigurationError
+from episodex import ConfigurationError
 
 __all__ = ["RECALL_OPTIONS", "check_recall_options", "configuration_errors", "require_id"]
 

@@ -23,11 +23,15 @@ from llama_index.memory.episodex._messages import (
 )
 from pydantic import Field, PrivateAttr, field_validator
 
-from episodex._errors import ConfigurationError, ValidationError
-from episodex._format import format_recall
-from episodex._llm import LLMCallable
-from episodex._memory import EpisodicMemory
-from episodex._tokens import DEFAULT_ENCODING, token_counter
+from episodex import (
+    DEFAULT_ENCODING,
+    ConfigurationError,
+    EpisodicMemory,
+    LLMCallable,
+    ValidationError,
+    format_recall,
+    token_counter,
+)
 
 __all__ = ["SUMMARY_PROMPT", "EpisodicMemoryBlock"]
 

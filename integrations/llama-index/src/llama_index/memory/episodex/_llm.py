@@ -8,9 +8,7 @@ from collections.abc import Callable
 from llama_index.core.base.llms.base import BaseLLM
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 
-from episodex._errors import ConfigurationError
-from episodex._llm import LLMCallable
-from episodex._tokens import DEFAULT_ENCODING
+from episodex import DEFAULT_ENCODING, ConfigurationError, LLMCallable
 
 __all__ = ["from_llama_index", "offline_tokenizer"]
 

@@ -11,8 +11,7 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from llama_index.memory.episodex._checks import check_recall_options, require_id
 
-from episodex._errors import ConfigurationError
-from episodex._memory import EpisodicMemory
+from episodex import ConfigurationError, EpisodicMemory
 
 __all__ = ["EpisodicRetriever"]
 
