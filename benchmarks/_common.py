@@ -237,6 +237,45 @@ def machine() -> dict[str, Any]:
     }
 
 
+class KnownQueries:
+    """An `Embedder` that serves query vectors computed beforehand, and embeds documents for real.
+
+    Used to time recall without the query embedding, and to score many configurations on the
+    same questions without embedding each question again.
+
+    Args:
+        inner: The real embedder (its id and dimension are reported).
+        table: Query text to vector; fill it before the clock starts.
+        fallback: Embed a query missing from the table instead of raising `KeyError`.
+    """
+
+    def __init__(
+        self, inner: Embedder, table: dict[str, np.ndarray] | None = None, *, fallback: bool = False
+    ) -> None:
+        self._inner = inner
+        self.table: dict[str, np.ndarray] = {} if table is None else table
+        self._fallback = fallback
+
+    @property
+    def model_id(self) -> str:
+        return self._inner.model_id
+
+    @property
+    def dimension(self) -> int:
+        return self._inner.dimension
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        return self._inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        vec = self.table.get(text)
+        if vec is None:
+            if not self._fallback:
+                raise KeyError(f"query not embedded beforehand: {text!r}")
+            return self._inner.embed_query(text)
+        return vec
+
+
 def md_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     def cell(v: Any) -> str:
         if isinstance(v, float):

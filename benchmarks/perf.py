@@ -51,6 +51,7 @@ from _common import (
     CACHE,
     RESULTS,
     DiskVectorCache,
+    KnownQueries,
     dir_size,
     load_locomo,
     machine,
@@ -117,28 +118,6 @@ def episode(j: int, pool: Sequence[tuple[str, str]], *, conversation: str | None
         "timestamp_begin": when,
         "timestamp_end": when,
     }
-
-
-class KnownQueries:
-    """An `Embedder` whose query vectors were computed beforehand (to time recall without them)."""
-
-    def __init__(self, inner: Embedder) -> None:
-        self._inner = inner
-        self.table: dict[str, np.ndarray] = {}
-
-    @property
-    def model_id(self) -> str:
-        return self._inner.model_id
-
-    @property
-    def dimension(self) -> int:
-        return self._inner.dimension
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        return self._inner.embed_documents(texts)
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return self.table[text]
 
 
 # -- the floors ---------------------------------------------------------------------------

@@ -22,9 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import qdrant_edge as qe
-from _common import CACHE, RESULTS, load_locomo, machine
+from _common import CACHE, RESULTS, KnownQueries, load_locomo, machine
 from episodex import EpisodicMemory, default_embedder
 from episodex._edge import render_request
 from episodex._engine import stream_searches
@@ -32,22 +31,6 @@ from episodex._episodic import COLLECTION, tenant_filter
 from episodex._plan import Filter, Fused, Match, Stream
 
 WEIGHTS = {"short": 0.15, "long": 0.15, "bm25": 0.7}
-
-
-class _KnownQueries:
-    """The bundled embedder, with query vectors computed before the clock starts."""
-
-    def __init__(self, queries: list[str]) -> None:
-        self.inner = default_embedder()
-        self.model_id = self.inner.model_id
-        self.dimension = self.inner.dimension
-        self.table = {q: self.inner.embed_query(q) for q in queries}
-
-    def embed_documents(self, texts: Any) -> np.ndarray:
-        return self.inner.embed_documents(texts)
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return self.table[text]
 
 
 def _fused(store: Any, query: str, user: str, agent: str, conv: str) -> list[Fused]:
@@ -83,7 +66,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
 
     questions = [q.question for c in load_locomo() for q in c.questions][: args.queries]
-    embedder = _KnownQueries(questions)
+    real = default_embedder()
+    embedder = KnownQueries(real, {q: real.embed_query(q) for q in questions})
     mem = EpisodicMemory(path=args.store, embedder=embedder)
     store = mem.store
     shard = mem.engine._shards[COLLECTION]  # type: ignore[attr-defined]

@@ -41,6 +41,7 @@ from _common import (
     RESULTS,
     Conversation,
     DiskVectorCache,
+    KnownQueries,
     Turn,
     load_locomo,
     machine,
@@ -117,36 +118,9 @@ def parse_session_date(text: str) -> datetime | None:
 # -- the embedder: cached document AND query vectors -------------------------------------
 
 
-class CachedQueries:
-    """An `Embedder` over a `VectorCacheEmbedder` that also serves precomputed query vectors.
-
-    Quality does not depend on how fast a query is embedded, so each question is embedded once
-    (for real, with `embed_query`) and reused by every configuration.
-    """
-
-    def __init__(self, inner: Embedder, queries: dict[str, np.ndarray]) -> None:
-        self._inner = inner
-        self._queries = queries
-
-    @property
-    def model_id(self) -> str:
-        return self._inner.model_id
-
-    @property
-    def dimension(self) -> int:
-        return self._inner.dimension
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        return self._inner.embed_documents(texts)
-
-    def embed_query(self, text: str) -> np.ndarray:
-        vec = self._queries.get(text)
-        return vec if vec is not None else self._inner.embed_query(text)
-
-
 def prepare_embedder(
     convs: Sequence[Conversation], recipes: Sequence[Recipe], cache_dir: Path, *, progress: bool
-) -> CachedQueries:
+) -> KnownQueries:
     real = default_embedder()
     docs = DiskVectorCache(real.model_id, cache_dir)
     texts = sorted({t for c in convs for r in recipes for i in range(len(c.turns)) for t in r.summaries(c.turns, i)})
@@ -169,7 +143,7 @@ def prepare_embedder(
 
         qcache.fill(_AsQuery(), missing, batch=64)  # type: ignore[arg-type]
         bar.close()
-    return CachedQueries(VectorCacheEmbedder(real, docs.table(texts)), qcache.table(questions))
+    return KnownQueries(VectorCacheEmbedder(real, docs.table(texts)), qcache.table(questions), fallback=True)
 
 
 # -- ingest and evaluate ------------------------------------------------------------------
