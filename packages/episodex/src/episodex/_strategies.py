@@ -246,7 +246,27 @@ class BaseMemory(ABC):
         return render_episodes(episodes, max_tokens=budget, include=self.include, encoding=self.encoding)
 
 
-class RecencyMemory(BaseMemory):
+class _StoreMemory(BaseMemory):
+    """A strategy over one store: `record` writes there, `summary` is the store's, headed."""
+
+    store: BaseMemoryStore
+
+    def _recalls(self) -> str:
+        """How this memory recalls, for `summary`."""
+        raise NotImplementedError
+
+    async def record(self, episode: Episode) -> Episode:
+        """Write the episode to the store."""
+        episode = _episode(episode)
+        await self.store.write(episode)
+        return episode
+
+    async def summary(self) -> str:
+        """The store's summary, under what this memory recalls."""
+        return f"{type(self).__name__} ({self._recalls()}):\n{await self.store.summary()}"
+
+
+class RecencyMemory(_StoreMemory):
     """Recalls the `n` episodes completed last, newest first.
 
     Args:
@@ -273,18 +293,11 @@ class RecencyMemory(BaseMemory):
         as_task(task)
         return await self.store.read_recent(self.n)
 
-    async def record(self, episode: Episode) -> Episode:
-        """Write the episode to the store."""
-        episode = _episode(episode)
-        await self.store.write(episode)
-        return episode
-
-    async def summary(self) -> str:
-        """The store's summary, under what this memory recalls."""
-        return f"RecencyMemory (recalls the last {self.n}):\n{await self.store.summary()}"
+    def _recalls(self) -> str:
+        return f"recalls the last {self.n}"
 
 
-class SimilarityMemory(BaseMemory):
+class SimilarityMemory(_StoreMemory):
     """Recalls the `k` episodes most relevant to the new task's instruction.
 
     Args:
@@ -315,18 +328,11 @@ class SimilarityMemory(BaseMemory):
         """The `k` episodes the store ranks best for the task's instruction."""
         return await self.store.search(as_task(task).instruction, self.k, **self.search_kwargs)
 
-    async def record(self, episode: Episode) -> Episode:
-        """Write the episode to the store."""
-        episode = _episode(episode)
-        await self.store.write(episode)
-        return episode
-
-    async def summary(self) -> str:
-        """The store's summary, under what this memory recalls."""
-        return f"SimilarityMemory (recalls the {self.k} most similar):\n{await self.store.summary()}"
+    def _recalls(self) -> str:
+        return f"recalls the {self.k} most similar"
 
 
-class HybridMemory(BaseMemory):
+class HybridMemory(_StoreMemory):
     """Recalls the latest and the most similar episodes, fused by weighted Reciprocal Rank Fusion.
 
     An episode in both lists is shown once, ranked by the sum of its two fused scores.
@@ -390,18 +396,8 @@ class HybridMemory(BaseMemory):
             ordered = ordered[: self.limit]
         return [episodes[i] for i in ordered]
 
-    async def record(self, episode: Episode) -> Episode:
-        """Write the episode to the store."""
-        episode = _episode(episode)
-        await self.store.write(episode)
-        return episode
-
-    async def summary(self) -> str:
-        """The store's summary, under what this memory recalls."""
-        return (
-            f"HybridMemory (fuses the last {self.recency.n} and the {self.similarity.k} most "
-            f"similar):\n{await self.store.summary()}"
-        )
+    def _recalls(self) -> str:
+        return f"fuses the last {self.recency.n} and the {self.similarity.k} most similar"
 
 
 REFLECTION_TEMPLATE = """\
@@ -416,7 +412,7 @@ In one sentence, state the lesson from this attempt that would help with similar
 _TEMPLATE_FIELDS = frozenset({"instruction", "result", "error", "rollout"})
 
 
-class ReflectiveMemory(BaseMemory):
+class ReflectiveMemory(_StoreMemory):
     """Asks an LLM for a one-sentence lesson as each episode is recorded (Reflexion).
 
     The lesson is stored as `additional_data["reflection"]` on a copy of the episode, so the
@@ -528,13 +524,9 @@ class ReflectiveMemory(BaseMemory):
         as_task(task)
         return await self.store.read_recent(self.n)
 
-    async def summary(self) -> str:
-        """The store's summary, under how this memory recalls and how reflection went."""
+    def _recalls(self) -> str:
         how = f"recalls with {type(self.recall_with).__name__}" if self.recall_with else f"recalls the last {self.n}"
-        return (
-            f"ReflectiveMemory ({how}; {self.reflection_failures} reflection failure(s)):\n"
-            f"{await self.store.summary()}"
-        )
+        return f"{how}; {self.reflection_failures} reflection failure(s)"
 
 
 def _template_arg(template: object) -> str:
