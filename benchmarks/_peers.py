@@ -16,8 +16,8 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from episodex._embedders import Embedder
-from episodex._sparse import Bm25Encoder
+from episodex._embedders.local import Embedder
+from episodex._engines.sparse import Bm25Encoder
 from langchain_core.embeddings import Embeddings
 from langchain_qdrant import QdrantVectorStore, RetrievalMode, SparseEmbeddings, SparseVector
 from llama_index.core.base.embeddings.base import BaseEmbedding

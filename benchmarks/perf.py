@@ -23,7 +23,7 @@ What is measured, per store size N (episodes spread over 100 users, 20 conversat
   bare embedder's throughput on the same texts (interleaved chunk by chunk).
 
 Scale points are loaded with vectors from a pool of real LoCoMo texts embedded once and cached
-in `benchmarks/.cache/`, served through `episodex._embedders.VectorCacheEmbedder`.
+in `benchmarks/.cache/`, served through `episodex._embedders.local.VectorCacheEmbedder`.
 """
 
 from __future__ import annotations
@@ -61,9 +61,9 @@ from _common import (
     window,
 )
 from episodex import EpisodicMemory
-from episodex._embedders import Embedder, VectorCacheEmbedder, default_embedder
-from episodex._episodic import COLLECTION, EpisodeStore, tenant_filter
-from episodex._plan import Fused, Match, Search, Stream
+from episodex._embedders.local import Embedder, VectorCacheEmbedder, default_embedder
+from episodex._episodes.store import COLLECTION, EpisodeStore, tenant_filter
+from episodex._engines.plan import Fused, Match, Search, Stream
 
 USERS = 100
 CONVERSATIONS = 20
@@ -172,12 +172,12 @@ class BareEngine:
     def __init__(self, mem: EpisodicMemory) -> None:
         self.kind = mem.engine.kind
         if self.kind == "edge":
-            from episodex._edge import render_request
+            from episodex._engines.edge import render_request
 
             self._render = render_request
             self._shard = mem.engine._shards[COLLECTION]  # the raw qdrant_edge.EdgeShard
         else:
-            from episodex._qdrant import render_request as render_qc
+            from episodex._engines.qdrant import render_request as render_qc
 
             self._render = render_qc
             self._client = mem.engine.client
@@ -445,7 +445,7 @@ def probe_open(path: str, recalls: int = 200) -> dict[str, Any]:
             pass
         return parts
 
-    import episodex._edge  # noqa: F401  (map the engine's shared library before measuring)
+    import episodex._engines.edge  # noqa: F401  (map the engine's shared library before measuring)
 
     base = rss()
     emb = default_embedder()

@@ -14,8 +14,8 @@ from episodex import (
     FastEmbedEmbedder,
     OpenAICompatibleEmbedder,
     VectorCacheEmbedder,
-    _embedders,
 )
+from episodex._embedders import local as _embedders
 
 
 def test_bundled_model_is_offline_normalised_and_semantic(embedder) -> None:

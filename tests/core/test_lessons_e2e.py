@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from episodex._embedders import Embedder
-from episodex._engine import Engine, open_engine
-from episodex._graders import ProgrammaticGrader
-from episodex._lessons import StepLessonMemory
-from episodex._lessons_export import export_memories, import_memories
-from episodex._lessons_model import EnvState, GradingResult
+from episodex._embedders.local import Embedder
+from episodex._engines.base import Engine, open_engine
+from episodex._lessons.graders import ProgrammaticGrader
+from episodex._lessons.memory import StepLessonMemory
+from episodex._lessons.transfer import export_memories, import_memories
+from episodex._lessons.model import EnvState, GradingResult
 
 TASK = "Set ticket 7 to High priority"
 TICKET = [

@@ -7,15 +7,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from episodex._errors import ImportFileError, ValidationError
-from episodex._lessons_export import (
+from episodex._common.errors import ImportFileError, ValidationError
+from episodex._lessons.transfer import (
     LESSONS_HEADER,
     export_memories,
     format_lessons,
     import_memories,
     sanitize_lesson_text,
 )
-from episodex._lessons_model import RetrievedLesson, StepMemory
+from episodex._lessons.model import RetrievedLesson, StepMemory
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

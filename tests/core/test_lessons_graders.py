@@ -6,9 +6,9 @@ import json
 from typing import Any
 
 import pytest
-from episodex._errors import ConfigurationError, ValidationError
-from episodex._graders import Grader, GradingError, LLMGrader, ProgrammaticGrader, parse_grading
-from episodex._lessons_model import EnvState, StepMemory
+from episodex._common.errors import ConfigurationError, ValidationError
+from episodex._lessons.graders import Grader, GradingError, LLMGrader, ProgrammaticGrader, parse_grading
+from episodex._lessons.model import EnvState, StepMemory
 
 
 def steps(*actions: str, posts: list[list[str]] | None = None) -> list[StepMemory]:

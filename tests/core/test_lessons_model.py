@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
-from episodex._errors import EpisodexError, ValidationError
-from episodex._lessons_model import (
+from episodex._common.errors import EpisodexError, ValidationError
+from episodex._lessons.model import (
     EnvState,
     GradingResult,
     RetrievedLesson,

@@ -14,13 +14,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-from episodex._embedders import Embedder
-from episodex._engine import Engine, open_engine
-from episodex._errors import ConfigurationError, EmbedderMismatchError, ValidationError
-from episodex._graders import ProgrammaticGrader
-from episodex._lessons import StepLessonMemory, SyncStepLessonMemory, jaccard, rank_lessons
-from episodex._lessons_model import EnvState, StepMemory
-from episodex._memory import EpisodicMemory
+from episodex._embedders.local import Embedder
+from episodex._engines.base import Engine, open_engine
+from episodex._common.errors import ConfigurationError, EmbedderMismatchError, ValidationError
+from episodex._lessons.graders import ProgrammaticGrader
+from episodex._lessons.memory import StepLessonMemory, SyncStepLessonMemory, jaccard, rank_lessons
+from episodex._lessons.model import EnvState, StepMemory
+from episodex._episodes.memory import EpisodicMemory
 
 TICKET = ["[12] button 'Priority'", "[13] button 'Delete'", "[14] link 'Back'", "[15] textbox 'Comment'"]
 DROPDOWN = [*TICKET, "[30] option 'High'"]  # Jaccard with TICKET: 4/5 = 0.8

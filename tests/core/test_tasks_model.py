@@ -4,8 +4,8 @@ import xml.etree.ElementTree as ET
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from episodex._errors import ValidationError
-from episodex._tasks import DEFAULT_FIELDS, EPISODE_FIELDS, Episode, Task, TaskResult
+from episodex._common.errors import ValidationError
+from episodex._tasks.model import DEFAULT_FIELDS, EPISODE_FIELDS, Episode, Task, TaskResult
 
 WHEN = datetime(2024, 5, 17, 9, 30, 5, tzinfo=UTC)
 

@@ -4,8 +4,8 @@ import time
 from datetime import UTC, datetime
 
 import pytest
-from episodex._errors import UnknownTagError, ValidationError
-from episodex._working_memory import MemKey, MemoryEntry, WorkingMemory
+from episodex._common.errors import UnknownTagError, ValidationError
+from episodex._working.memory import MemKey, MemoryEntry, WorkingMemory
 
 FRAMEWORK_KEYS = {
     "available_actions", "action", "next_planned_action", "observation", "raw_action_output",

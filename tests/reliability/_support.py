@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 from episodex import EpisodicMemory
-from episodex._plan import Filter
+from episodex._engines.plan import Filter
 
 QDRANT_URL = os.environ.get("QDRANT_URL")
 QDRANT_API_KEY = os.environ.get("QDRANT_API_KEY")

@@ -64,7 +64,7 @@ def write_episodes(store: str, round_: int, size: int) -> None:
 
 async def write_jsonl(store: str, round_: int, size: int) -> None:
     from episodex import JSONLMemoryStore
-    from episodex._tasks import Episode, Task, TaskResult
+    from episodex._tasks.model import Episode, Task, TaskResult
 
     jsonl = JSONLMemoryStore(store)
     say(ready=True)

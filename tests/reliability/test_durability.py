@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 from episodex import EpisodicMemory, JSONLMemoryStore, StoreFileError, StoreLockedError
-from episodex._tasks import Episode, Task, TaskResult
+from episodex._tasks.model import Episode, Task, TaskResult
 
 from ._support import HashEmbedder, snapshot, total_points
 from ._writer import episode, point_id

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 from episodex import EpisodicMemory, ValidationError, format_recall
-from episodex._lessons_export import LESSONS_HEADER, format_lessons
-from episodex._lessons_model import EnvState, StepMemory
-from episodex._strategies import render_episodes
-from episodex._tasks import Episode, Task, TaskResult
+from episodex._lessons.transfer import LESSONS_HEADER, format_lessons
+from episodex._lessons.model import EnvState, StepMemory
+from episodex._tasks.strategies import render_episodes
+from episodex._tasks.model import Episode, Task, TaskResult
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 from episodex import EpisodicMemory, ValidationError
-from episodex._lessons import StepLessonMemory
-from episodex._lessons_model import StepMemory
+from episodex._lessons.memory import StepLessonMemory
+from episodex._lessons.model import StepMemory
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_episodex import EpisodicRetriever as LangChainRetriever

@@ -11,7 +11,7 @@ from episodex import (
     QdrantMemoryStore,
     ValidationError,
 )
-from episodex._tasks import Episode, Task, TaskResult
+from episodex._tasks.model import Episode, Task, TaskResult
 from langchain_core.retrievers import BaseRetriever
 from langchain_episodex import TaskEpisodeRetriever
 from langchain_tests.integration_tests import RetrieversIntegrationTests

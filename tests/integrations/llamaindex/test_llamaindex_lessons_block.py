@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 from episodex import ConfigurationError, EpisodicMemory
-from episodex._graders import ProgrammaticGrader
-from episodex._lessons import StepLessonMemory
+from episodex._lessons.graders import ProgrammaticGrader
+from episodex._lessons.memory import StepLessonMemory
 from llama_index.core.agent.workflow import FunctionAgent
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.memory import InsertMethod, Memory

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from episodex import BaseMemoryStore
-from episodex._tasks import EPISODE_FIELDS, Episode
+from episodex._tasks.model import EPISODE_FIELDS, Episode
 from langchain_core.documents import Document
 from pydantic import Field, field_validator
 

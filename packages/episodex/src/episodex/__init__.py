@@ -1,7 +1,7 @@
 """episodex: episodic memory for LLM agents, on Qdrant, offline by default."""
 
-from episodex._conversation import ConversationEpisode
-from episodex._embedders import (
+from episodex._episodes.model import ConversationEpisode
+from episodex._embedders.local import (
     DEFAULT_MODEL_ID,
     BundledMiniLMEmbedder,
     Embedder,
@@ -10,9 +10,9 @@ from episodex._embedders import (
     VectorCacheEmbedder,
     default_embedder,
 )
-from episodex._engine import Engine, open_engine
-from episodex._episodic import EpisodeStore, ImportReport
-from episodex._errors import (
+from episodex._engines.base import Engine, open_engine
+from episodex._episodes.store import EpisodeStore, ImportReport
+from episodex._common.errors import (
     ConfigurationError,
     EmbedderMismatchError,
     EmbeddingError,
@@ -28,15 +28,15 @@ from episodex._errors import (
     UnknownTagError,
     ValidationError,
 )
-from episodex._format import format_recall
-from episodex._graders import Grader, LLMGrader, ProgrammaticGrader
-from episodex._lessons import LessonEpisode, StepLessonMemory, SyncStepLessonMemory
-from episodex._lessons_export import export_memories, format_lessons, import_memories
-from episodex._lessons_model import EnvState, GradingResult, RetrievedLesson, StepGrade, StepMemory
-from episodex._llm import LLMCallable
-from episodex._memory import EpisodicMemory, SyncEpisodicMemory
-from episodex._sparse import Bm25Encoder
-from episodex._strategies import (
+from episodex._episodes.block import format_recall
+from episodex._lessons.graders import Grader, LLMGrader, ProgrammaticGrader
+from episodex._lessons.memory import LessonEpisode, StepLessonMemory, SyncStepLessonMemory
+from episodex._lessons.transfer import export_memories, format_lessons, import_memories
+from episodex._lessons.model import EnvState, GradingResult, RetrievedLesson, StepGrade, StepMemory
+from episodex._common.llm import LLMCallable
+from episodex._episodes.memory import EpisodicMemory, SyncEpisodicMemory
+from episodex._engines.sparse import Bm25Encoder
+from episodex._tasks.strategies import (
     BaseMemory,
     HybridMemory,
     RecencyMemory,
@@ -45,12 +45,12 @@ from episodex._strategies import (
     render_episodes,
     render_memories,
 )
-from episodex._task_store_jsonl import JSONLMemoryStore
-from episodex._task_store_qdrant import QdrantMemoryStore
-from episodex._task_stores import BaseMemoryStore, TornLine
-from episodex._tasks import Episode, Task, TaskResult
-from episodex._tokens import DEFAULT_ENCODING, token_counter
-from episodex._working_memory import MemKey, MemoryEntry, WorkingMemory
+from episodex._tasks.jsonl import JSONLMemoryStore
+from episodex._tasks.qdrant import QdrantMemoryStore
+from episodex._tasks.store import BaseMemoryStore, TornLine
+from episodex._tasks.model import Episode, Task, TaskResult
+from episodex._common.tokens import DEFAULT_ENCODING, token_counter
+from episodex._working.memory import MemKey, MemoryEntry, WorkingMemory
 
 __version__ = "0.1.0"
 

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
-from episodex._format import format_recall
-from episodex._memory import EpisodicMemory
+from episodex._episodes.block import format_recall
+from episodex._episodes.memory import EpisodicMemory
 
 __all__ = ["DEMO_EPISODES", "run_demo"]
 

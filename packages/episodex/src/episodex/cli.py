@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from episodex._errors import (
+from episodex._common.errors import (
     EpisodexError,
     NotFoundError,
     StoreLockedError,
@@ -110,7 +110,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _open(args: argparse.Namespace) -> Any:
-    from episodex._memory import EpisodicMemory
+    from episodex._episodes.memory import EpisodicMemory
 
     if args.url:
         return EpisodicMemory(url=args.url, api_key=args.api_key, prefer_grpc=args.grpc)

@@ -13,8 +13,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from episodex._errors import ConfigurationError, GradingError, ValidationError
-from episodex._lessons_model import (
+from episodex._common.errors import ConfigurationError, GradingError, ValidationError
+from episodex._lessons.model import (
     ActionParts,
     EnvState,
     GradingResult,
@@ -22,7 +22,7 @@ from episodex._lessons_model import (
     StepMemory,
     action_parts,
 )
-from episodex._llm import LLMCallable
+from episodex._common.llm import LLMCallable
 
 __all__ = ["Grader", "GradingError", "LLMGrader", "ProgrammaticGrader", "parse_grading"]
 

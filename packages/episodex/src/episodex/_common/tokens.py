@@ -27,7 +27,7 @@ def _encoding_counter(name: str) -> Callable[[str], int]:
     try:
         encoding = tiktoken.get_encoding(name)
     except ValueError as exc:
-        from episodex._errors import ConfigurationError
+        from episodex._common.errors import ConfigurationError
 
         raise ConfigurationError(
             f"unknown tiktoken encoding {name!r}; {DEFAULT_ENCODING!r} works offline"

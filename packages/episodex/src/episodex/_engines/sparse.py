@@ -10,7 +10,7 @@ import threading
 
 import qdrant_edge as qe
 
-from episodex._plan import SparseVec
+from episodex._engines.plan import SparseVec
 
 __all__ = ["Bm25Encoder"]
 

@@ -30,7 +30,7 @@ from pydantic import (
     model_validator,
 )
 
-from episodex._validation import json_object, parse_model
+from episodex._common.validation import json_object, parse_model
 
 __all__ = [
     "ActionParts",

@@ -7,8 +7,8 @@ from datetime import datetime
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
-from episodex._errors import ValidationError
-from episodex._tokens import DEFAULT_ENCODING, TokenCounter, token_counter
+from episodex._common.errors import ValidationError
+from episodex._common.tokens import DEFAULT_ENCODING, TokenCounter, token_counter
 
 __all__ = ["format_recall"]
 

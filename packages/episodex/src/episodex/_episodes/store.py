@@ -18,13 +18,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, Literal
 
-from episodex._conversation import ConversationEpisode, payload_to_item
-from episodex._embedders import Embedder
-from episodex._engine import Engine, foreign_claims
-from episodex._errors import EmbedderMismatchError, ImportFileError, NotFoundError, ValidationError
-from episodex._plan import CollectionSpec, Filter, Fused, HasId, Hit, Match, Point, Stream
-from episodex._sparse import Bm25Encoder
-from episodex._validation import require_int, require_text, require_weight
+from episodex._episodes.model import ConversationEpisode, payload_to_item
+from episodex._embedders.local import Embedder
+from episodex._engines.base import Engine, foreign_claims
+from episodex._common.errors import EmbedderMismatchError, ImportFileError, NotFoundError, ValidationError
+from episodex._engines.plan import CollectionSpec, Filter, Fused, HasId, Hit, Match, Point, Stream
+from episodex._engines.sparse import Bm25Encoder
+from episodex._common.validation import require_int, require_text, require_weight
 
 __all__ = ["EpisodeStore", "ImportReport", "RecallResult", "check_manifest"]
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import qdrant_edge as qe
 
-from episodex._engine import StreamRanks, explain_fused, stream_searches
-from episodex._errors import ConfigurationError, EngineError, StoreLockedError, ValidationError
-from episodex._plan import (
+from episodex._engines.base import StreamRanks, explain_fused, stream_searches
+from episodex._common.errors import ConfigurationError, EngineError, StoreLockedError, ValidationError
+from episodex._engines.plan import (
     CollectionSpec,
     Condition,
     Filter,

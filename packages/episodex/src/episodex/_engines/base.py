@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from episodex._errors import ConfigurationError
-from episodex._plan import CollectionSpec, Filter, Fused, HasId, Hit, Point, Search
+from episodex._common.errors import ConfigurationError
+from episodex._engines.plan import CollectionSpec, Filter, Fused, HasId, Hit, Point, Search
 
 __all__ = ["Engine", "StreamRanks", "explain_fused", "foreign_claims", "open_engine", "stream_searches"]
 
@@ -116,10 +116,10 @@ def open_engine(
             f"location=':memory:' (qdrant-client local mode); got {chosen or 'none'}"
         )
     if path:
-        from episodex._edge import EdgeEngine
+        from episodex._engines.edge import EdgeEngine
 
         return EdgeEngine(path)
-    from episodex._qdrant import QdrantClientEngine
+    from episodex._engines.qdrant import QdrantClientEngine
 
     if location is not None and location != ":memory:":
         raise ConfigurationError(

@@ -9,15 +9,15 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from episodex._embedders import Embedder
-from episodex._engine import Engine, open_engine
-from episodex._episodic import check_manifest
-from episodex._errors import (
+from episodex._embedders.local import Embedder
+from episodex._engines.base import Engine, open_engine
+from episodex._episodes.store import check_manifest
+from episodex._common.errors import (
     ConfigurationError,
     EpisodeNotFoundError,
     ValidationError,
 )
-from episodex._plan import (
+from episodex._engines.plan import (
     CollectionSpec,
     Condition,
     Filter,
@@ -30,8 +30,8 @@ from episodex._plan import (
     SparseVec,
     Stream,
 )
-from episodex._sparse import Bm25Encoder
-from episodex._task_stores import (
+from episodex._engines.sparse import Bm25Encoder
+from episodex._tasks.store import (
     check_search_kwargs,
     describe_store,
     embedded_text_arg,
@@ -41,11 +41,11 @@ from episodex._task_stores import (
     metadata_filter,
     threshold_arg,
 )
-from episodex._tasks import Episode
-from episodex._validation import require_int, require_text, require_weight
+from episodex._tasks.model import Episode
+from episodex._common.validation import require_int, require_text, require_weight
 
 if TYPE_CHECKING:
-    from episodex._memory import EpisodicMemory
+    from episodex._episodes.memory import EpisodicMemory
 
 __all__ = ["QdrantMemoryStore"]
 
@@ -104,7 +104,7 @@ class QdrantMemoryStore:
         bm25: Bm25Encoder | None = None,
         stage1_limit: int = 100,
     ) -> None:
-        from episodex._memory import resolve_embedder
+        from episodex._episodes.memory import resolve_embedder
 
         sources = [
             name

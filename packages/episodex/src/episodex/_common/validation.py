@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
-from episodex._errors import ValidationError
+from episodex._common.errors import ValidationError
 
 __all__ = [
     "describe_validation_error",

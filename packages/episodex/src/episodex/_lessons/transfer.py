@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any, Literal
 
-from episodex._errors import ImportFileError, ValidationError
-from episodex._lessons_model import RetrievedLesson, StepMemory, action_parts
+from episodex._common.errors import ImportFileError, ValidationError
+from episodex._lessons.model import RetrievedLesson, StepMemory, action_parts
 
 __all__ = ["LESSONS_HEADER", "export_memories", "format_lessons", "import_memories", "sanitize_lesson_text"]
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
-from episodex._errors import UnknownTagError, ValidationError
+from episodex._common.errors import UnknownTagError, ValidationError
 
 __all__ = ["MemKey", "MemoryEntry", "TagSpec", "WorkingMemory"]
 

@@ -13,14 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from episodex._errors import (
+from episodex._common.errors import (
     ConfigurationError,
     EpisodeNotFoundError,
     StoreFileError,
     ValidationError,
 )
-from episodex._sparse import Bm25Encoder
-from episodex._task_stores import (
+from episodex._engines.sparse import Bm25Encoder
+from episodex._tasks.store import (
     TornLine,
     check_search_kwargs,
     describe_store,
@@ -32,8 +32,8 @@ from episodex._task_stores import (
     metadata_matches,
     threshold_arg,
 )
-from episodex._tasks import Episode
-from episodex._validation import require_int, require_text
+from episodex._tasks.model import Episode
+from episodex._common.validation import require_int, require_text
 
 __all__ = ["JSONLMemoryStore"]
 

@@ -20,13 +20,13 @@ from typing import Any
 
 import numpy as np
 
-from episodex._embedders import Embedder
-from episodex._engine import Engine, foreign_claims
-from episodex._episodic import check_manifest, tenant_filter
-from episodex._errors import ConfigurationError, ValidationError
-from episodex._graders import Grader
-from episodex._lessons_export import format_lessons
-from episodex._lessons_model import (
+from episodex._embedders.local import Embedder
+from episodex._engines.base import Engine, foreign_claims
+from episodex._episodes.store import check_manifest, tenant_filter
+from episodex._common.errors import ConfigurationError, ValidationError
+from episodex._lessons.graders import Grader
+from episodex._lessons.transfer import format_lessons
+from episodex._lessons.model import (
     LESSONS_SCHEMA_VERSION,
     EnvState,
     GradingResult,
@@ -35,10 +35,10 @@ from episodex._lessons_model import (
     action_parts,
     element_set,
 )
-from episodex._memory import EpisodicMemory, resolve_embedder
-from episodex._plan import CollectionSpec, Filter, Match, MatchAny, Point, Range
-from episodex._sync import SyncTwin
-from episodex._validation import require_int, require_weight
+from episodex._episodes.memory import EpisodicMemory, resolve_embedder
+from episodex._engines.plan import CollectionSpec, Filter, Match, MatchAny, Point, Range
+from episodex._common.sync import SyncTwin
+from episodex._common.validation import require_int, require_weight
 
 __all__ = [
     "LessonEpisode",

@@ -9,15 +9,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any, Literal, TypeVar
 
-from episodex._conversation import ConversationEpisode
-from episodex._embedders import Embedder, FastEmbedEmbedder, default_embedder
-from episodex._engine import Engine, open_engine
-from episodex._episodic import EpisodeStore, ImportReport, RecallResult
-from episodex._errors import ConfigurationError
-from episodex._format import format_recall
-from episodex._sparse import Bm25Encoder
-from episodex._sync import SyncTwin
-from episodex._tokens import DEFAULT_ENCODING, TokenCounter
+from episodex._episodes.model import ConversationEpisode
+from episodex._embedders.local import Embedder, FastEmbedEmbedder, default_embedder
+from episodex._engines.base import Engine, open_engine
+from episodex._episodes.store import EpisodeStore, ImportReport, RecallResult
+from episodex._common.errors import ConfigurationError
+from episodex._episodes.block import format_recall
+from episodex._engines.sparse import Bm25Encoder
+from episodex._common.sync import SyncTwin
+from episodex._common.tokens import DEFAULT_ENCODING, TokenCounter
 
 __all__ = ["EpisodicMemory", "SyncEpisodicMemory", "resolve_embedder"]
 

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from episodex._errors import (
+from episodex._common.errors import (
     ValidationError,
 )
-from episodex._tasks import TIME_FORMAT, Episode
+from episodex._tasks.model import TIME_FORMAT, Episode
 
 if TYPE_CHECKING:
     pass

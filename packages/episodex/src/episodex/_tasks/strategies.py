@@ -16,12 +16,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from episodex._errors import ConfigurationError, ValidationError
-from episodex._llm import LLMCallable
-from episodex._task_stores import BaseMemoryStore
-from episodex._tasks import Episode, Task, render_xml, resolve_fields
-from episodex._tokens import DEFAULT_ENCODING, TokenCounter, token_counter
-from episodex._validation import require_int, require_weight
+from episodex._common.errors import ConfigurationError, ValidationError
+from episodex._common.llm import LLMCallable
+from episodex._tasks.store import BaseMemoryStore
+from episodex._tasks.model import Episode, Task, render_xml, resolve_fields
+from episodex._common.tokens import DEFAULT_ENCODING, TokenCounter, token_counter
+from episodex._common.validation import require_int, require_weight
 
 __all__ = [
     "REFLECTION_TEMPLATE",

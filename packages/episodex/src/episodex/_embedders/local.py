@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from episodex._errors import ConfigurationError, EmbeddingError
+from episodex._common.errors import ConfigurationError, EmbeddingError
 
 if TYPE_CHECKING:
     from fastembed import TextEmbedding

@@ -19,8 +19,8 @@ from xml.sax.saxutils import escape
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator, model_validator
 from pydantic import ValidationError as PydanticValidationError
 
-from episodex._errors import ValidationError
-from episodex._validation import describe_validation_error, json_object, parse_model
+from episodex._common.errors import ValidationError
+from episodex._common.validation import describe_validation_error, json_object, parse_model
 
 __all__ = [
     "DEFAULT_FIELDS",

@@ -1,0 +1,1 @@
+"""Shared basics every layer may import: errors, validation, tokens, the sync bridge."""

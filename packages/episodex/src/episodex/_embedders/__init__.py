@@ -1,0 +1,1 @@
+"""Dense encoders: the bundled offline model, fastembed models, an OpenAI-compatible API."""

@@ -1,0 +1,1 @@
+"""Conversation episodes: model, store, prompt block and the `EpisodicMemory` facade."""

@@ -1,0 +1,1 @@
+"""Step lessons: model, ranking, store, graders, transfer and the prompt block."""

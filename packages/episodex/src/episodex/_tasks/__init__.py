@@ -1,0 +1,1 @@
+"""Task episodes: model, stores (JSONL, Qdrant) and memory strategies."""

@@ -1,0 +1,1 @@
+"""Working memory: one run's tagged scratch entries."""
