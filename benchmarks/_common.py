@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from episodex._embedders.local import Embedder
+from episodex._embedders.base import Embedder
 
 HERE = Path(__file__).resolve().parent
 CACHE = HERE / ".cache"
@@ -138,7 +138,7 @@ def text_key(text: str) -> str:
 class DiskVectorCache:
     """Text -> vector, kept in one `.npz` file per model under `benchmarks/.cache/`.
 
-    Feeds `episodex._embedders.local.VectorCacheEmbedder`: embed what is missing once, for real, then
+    Feeds `episodex._embedders.cache.VectorCacheEmbedder`: embed what is missing once, for real, then
     build the table from the file.
     """
 

@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from episodex._embedders.local import Embedder
+from episodex._embedders.base import Embedder
 from episodex._engines.sparse import Bm25Encoder
 from langchain_core.embeddings import Embeddings
 from langchain_qdrant import QdrantVectorStore, RetrievalMode, SparseEmbeddings, SparseVector

@@ -23,7 +23,7 @@ What is measured, per store size N (episodes spread over 100 users, 20 conversat
   bare embedder's throughput on the same texts (interleaved chunk by chunk).
 
 Scale points are loaded with vectors from a pool of real LoCoMo texts embedded once and cached
-in `benchmarks/.cache/`, served through `episodex._embedders.local.VectorCacheEmbedder`.
+in `benchmarks/.cache/`, served through `episodex._embedders.cache.VectorCacheEmbedder`.
 """
 
 from __future__ import annotations
@@ -61,9 +61,12 @@ from _common import (
     window,
 )
 from episodex import EpisodicMemory
-from episodex._embedders.local import Embedder, VectorCacheEmbedder, default_embedder
-from episodex._episodes.store import COLLECTION, EpisodeStore, tenant_filter
+from episodex._embedders.base import Embedder
+from episodex._embedders.cache import VectorCacheEmbedder
+from episodex._embedders.fastembed import default_embedder
+from episodex._engines.collection import tenant_filter
 from episodex._engines.plan import Fused, Match, Search, Stream
+from episodex._episodes.store import COLLECTION, EpisodeStore
 
 USERS = 100
 CONVERSATIONS = 20

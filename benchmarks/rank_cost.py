@@ -25,10 +25,11 @@ from typing import Any
 import qdrant_edge as qe
 from _common import CACHE, RESULTS, KnownQueries, load_locomo, machine
 from episodex import EpisodicMemory, default_embedder
-from episodex._engines.edge import render_request
 from episodex._engines.base import stream_searches
-from episodex._episodes.store import COLLECTION, tenant_filter
+from episodex._engines.collection import tenant_filter
+from episodex._engines.edge import render_request
 from episodex._engines.plan import Filter, Fused, Match, Stream
+from episodex._episodes.store import COLLECTION
 
 WEIGHTS = {"short": 0.15, "long": 0.15, "bm25": 0.7}
 

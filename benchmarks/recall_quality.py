@@ -50,7 +50,9 @@ from _common import (
     window,
 )
 from episodex import EpisodicMemory
-from episodex._embedders.local import Embedder, VectorCacheEmbedder, default_embedder
+from episodex._embedders.base import Embedder
+from episodex._embedders.cache import VectorCacheEmbedder
+from episodex._embedders.fastembed import default_embedder
 
 AGENT = "locomo"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}

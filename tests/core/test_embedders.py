@@ -15,7 +15,7 @@ from episodex import (
     OpenAICompatibleEmbedder,
     VectorCacheEmbedder,
 )
-from episodex._embedders import local as _embedders
+from episodex._embedders import fastembed as _embedders
 
 
 def test_bundled_model_is_offline_normalised_and_semantic(embedder) -> None:

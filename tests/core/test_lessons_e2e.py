@@ -14,12 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from episodex._embedders.local import Embedder
-from episodex._engines.base import Engine, open_engine
+from episodex._embedders.base import Embedder
+from episodex._engines.base import Engine
+from episodex._engines.factory import open_engine
 from episodex._lessons.graders import ProgrammaticGrader
 from episodex._lessons.memory import StepLessonMemory
-from episodex._lessons.transfer import export_memories, import_memories
 from episodex._lessons.model import EnvState, GradingResult
+from episodex._lessons.transfer import export_memories, import_memories
 
 TASK = "Set ticket 7 to High priority"
 TICKET = [

@@ -8,14 +8,9 @@ from typing import Any
 
 import pytest
 from episodex._common.errors import ImportFileError, ValidationError
-from episodex._lessons.transfer import (
-    LESSONS_HEADER,
-    export_memories,
-    format_lessons,
-    import_memories,
-    sanitize_lesson_text,
-)
+from episodex._lessons.block import LESSONS_HEADER, format_lessons, sanitize_lesson_text
 from episodex._lessons.model import RetrievedLesson, StepMemory
+from episodex._lessons.transfer import export_memories, import_memories
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -7,7 +7,13 @@ from typing import Any
 
 import pytest
 from episodex._common.errors import ConfigurationError, ValidationError
-from episodex._lessons.graders import Grader, GradingError, LLMGrader, ProgrammaticGrader, parse_grading
+from episodex._lessons.graders import (
+    Grader,
+    GradingError,
+    LLMGrader,
+    ProgrammaticGrader,
+    parse_grading,
+)
 from episodex._lessons.model import EnvState, StepMemory
 
 

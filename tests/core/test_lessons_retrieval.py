@@ -14,13 +14,15 @@ from typing import Any
 
 import numpy as np
 import pytest
-from episodex._embedders.local import Embedder
-from episodex._engines.base import Engine, open_engine
 from episodex._common.errors import ConfigurationError, EmbedderMismatchError, ValidationError
-from episodex._lessons.graders import ProgrammaticGrader
-from episodex._lessons.memory import StepLessonMemory, SyncStepLessonMemory, jaccard, rank_lessons
-from episodex._lessons.model import EnvState, StepMemory
+from episodex._embedders.base import Embedder
+from episodex._engines.base import Engine
+from episodex._engines.factory import open_engine
 from episodex._episodes.memory import EpisodicMemory
+from episodex._lessons.graders import ProgrammaticGrader
+from episodex._lessons.memory import StepLessonMemory, SyncStepLessonMemory
+from episodex._lessons.model import EnvState, StepMemory
+from episodex._lessons.ranking import jaccard, rank_lessons
 
 TICKET = ["[12] button 'Priority'", "[13] button 'Delete'", "[14] link 'Back'", "[15] textbox 'Comment'"]
 DROPDOWN = [*TICKET, "[30] option 'High'"]  # Jaccard with TICKET: 4/5 = 0.8

@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 from episodex import BaseMemoryStore, JSONLMemoryStore, QdrantMemoryStore
-from episodex._embedders.local import default_embedder
 from episodex._common.errors import ConfigurationError, ValidationError
+from episodex._common.tokens import token_counter
+from episodex._embedders.fastembed import default_embedder
 from episodex._engines.plan import Filter, Match
+from episodex._tasks.model import Episode, Task, TaskResult
 from episodex._tasks.strategies import (
     BaseMemory,
     HybridMemory,
@@ -23,8 +25,6 @@ from episodex._tasks.strategies import (
     render_episodes,
     render_memories,
 )
-from episodex._tasks.model import Episode, Task, TaskResult
-from episodex._common.tokens import token_counter
 
 T0 = datetime(2024, 6, 1, 12, 0, tzinfo=UTC)
 ROWS = [

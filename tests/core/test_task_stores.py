@@ -11,17 +11,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 from episodex import BaseMemoryStore, JSONLMemoryStore, QdrantMemoryStore, StoreFileError
-from episodex._embedders.local import default_embedder
 from episodex._common.errors import (
     ConfigurationError,
     EmbedderMismatchError,
     EpisodeNotFoundError,
     ValidationError,
 )
-from episodex._episodes.memory import EpisodicMemory
+from episodex._embedders.fastembed import default_embedder
 from episodex._engines.plan import Filter, Match
-from episodex._tasks.store import episode_point_id
+from episodex._episodes.memory import EpisodicMemory
 from episodex._tasks.model import Episode, Task, TaskResult
+from episodex._tasks.store import episode_point_id
 
 T0 = datetime(2024, 3, 1, 8, 0, tzinfo=UTC)
 

@@ -29,7 +29,7 @@ from episodex import (
     ValidationError,
     default_embedder,
 )
-from episodex._embedders.local import MAX_INPUT_CHARS
+from episodex._embedders.base import MAX_INPUT_CHARS
 
 from ._support import BACKENDS, HashEmbedder, open_memory, parse_export, snapshot, total_points
 

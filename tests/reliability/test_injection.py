@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 from episodex import EpisodicMemory, ValidationError, format_recall
-from episodex._lessons.transfer import LESSONS_HEADER, format_lessons
+from episodex._lessons.block import LESSONS_HEADER, format_lessons
 from episodex._lessons.model import EnvState, StepMemory
-from episodex._tasks.strategies import render_episodes
 from episodex._tasks.model import Episode, Task, TaskResult
+from episodex._tasks.strategies import render_episodes
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

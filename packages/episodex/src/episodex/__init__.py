@@ -1,17 +1,5 @@
 """episodex: episodic memory for LLM agents, on Qdrant, offline by default."""
 
-from episodex._episodes.model import ConversationEpisode
-from episodex._embedders.local import (
-    DEFAULT_MODEL_ID,
-    BundledMiniLMEmbedder,
-    Embedder,
-    FastEmbedEmbedder,
-    OpenAICompatibleEmbedder,
-    VectorCacheEmbedder,
-    default_embedder,
-)
-from episodex._engines.base import Engine, open_engine
-from episodex._episodes.store import EpisodeStore, ImportReport
 from episodex._common.errors import (
     ConfigurationError,
     EmbedderMismatchError,
@@ -28,14 +16,33 @@ from episodex._common.errors import (
     UnknownTagError,
     ValidationError,
 )
+from episodex._common.llm import LLMCallable
+from episodex._common.tokens import DEFAULT_ENCODING, token_counter
+from episodex._embedders.base import Embedder
+from episodex._embedders.cache import VectorCacheEmbedder
+from episodex._embedders.fastembed import (
+    DEFAULT_MODEL_ID,
+    BundledMiniLMEmbedder,
+    FastEmbedEmbedder,
+    default_embedder,
+)
+from episodex._embedders.openai import OpenAICompatibleEmbedder
+from episodex._engines.base import Engine
+from episodex._engines.factory import open_engine
+from episodex._engines.sparse import Bm25Encoder
 from episodex._episodes.block import format_recall
+from episodex._episodes.memory import EpisodicMemory, SyncEpisodicMemory
+from episodex._episodes.model import ConversationEpisode
+from episodex._episodes.store import EpisodeStore, ImportReport
+from episodex._lessons.block import format_lessons
 from episodex._lessons.graders import Grader, LLMGrader, ProgrammaticGrader
 from episodex._lessons.memory import LessonEpisode, StepLessonMemory, SyncStepLessonMemory
-from episodex._lessons.transfer import export_memories, format_lessons, import_memories
 from episodex._lessons.model import EnvState, GradingResult, RetrievedLesson, StepGrade, StepMemory
-from episodex._common.llm import LLMCallable
-from episodex._episodes.memory import EpisodicMemory, SyncEpisodicMemory
-from episodex._engines.sparse import Bm25Encoder
+from episodex._lessons.transfer import export_memories, import_memories
+from episodex._tasks.jsonl import JSONLMemoryStore
+from episodex._tasks.model import Episode, Task, TaskResult
+from episodex._tasks.qdrant import QdrantMemoryStore
+from episodex._tasks.store import BaseMemoryStore, TornLine
 from episodex._tasks.strategies import (
     BaseMemory,
     HybridMemory,
@@ -45,11 +52,6 @@ from episodex._tasks.strategies import (
     render_episodes,
     render_memories,
 )
-from episodex._tasks.jsonl import JSONLMemoryStore
-from episodex._tasks.qdrant import QdrantMemoryStore
-from episodex._tasks.store import BaseMemoryStore, TornLine
-from episodex._tasks.model import Episode, Task, TaskResult
-from episodex._common.tokens import DEFAULT_ENCODING, token_counter
 from episodex._working.memory import MemKey, MemoryEntry, WorkingMemory
 
 __version__ = "0.1.0"

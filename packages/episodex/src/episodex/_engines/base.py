@@ -11,10 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from episodex._common.errors import ConfigurationError
-from episodex._engines.plan import CollectionSpec, Filter, Fused, HasId, Hit, Point, Search
+from episodex._engines.plan import CollectionSpec, Filter, Fused, Hit, Point, Search
 
-__all__ = ["Engine", "StreamRanks", "explain_fused", "foreign_claims", "open_engine", "stream_searches"]
+__all__ = ["Engine", "StreamRanks", "explain_fused", "stream_searches"]
 
 #: For one hit: stream name -> (rank from 1, that stream's score).
 StreamRanks = dict[str, tuple[int, float]]
@@ -86,93 +85,8 @@ class Engine(Protocol):
         ...
 
 
-def open_engine(
-    *,
-    path: str | None = None,
-    url: str | None = None,
-    location: str | None = None,
-    api_key: str | None = None,
-    prefer_grpc: bool = False,
-    collection_prefix: str = "episodex_",
-    timeout: float | None = None,
-    client_options: Mapping[str, Any] | None = None,
-) -> Engine:
-    """Open the engine chosen by exactly one of `path`, `url` or `location`.
-
-    Args:
-        path: A folder for the embedded Qdrant Edge store (created if missing).
-        url: A Qdrant server or cluster, e.g. `http://localhost:6333`.
-        location: `:memory:` for qdrant-client's local mode.
-        api_key: Qdrant API key (server only).
-        prefer_grpc: Talk gRPC to the server.
-        collection_prefix: Prefix of server collection names.
-        timeout: Request timeout in seconds (server only).
-        client_options: More keyword arguments for `qdrant_client.QdrantClient`.
-    """
-    chosen = [name for name, value in (("path", path), ("url", url), ("location", location)) if value]
-    if len(chosen) != 1:
-        raise ConfigurationError(
-            "give exactly one of path= (embedded Qdrant Edge folder), url= (Qdrant server) or "
-            f"location=':memory:' (qdrant-client local mode); got {chosen or 'none'}"
-        )
-    if path:
-        from episodex._engines.edge import EdgeEngine
-
-        return EdgeEngine(path)
-    from episodex._engines.qdrant import QdrantClientEngine
-
-    if location is not None and location != ":memory:":
-        raise ConfigurationError(
-            f"location must be ':memory:', got {location!r}; use path= for a folder on disk"
-        )
-    return QdrantClientEngine(
-        url=url,
-        location=location,
-        api_key=api_key,
-        prefer_grpc=prefer_grpc,
-        prefix=collection_prefix,
-        timeout=timeout,
-        options=dict(client_options or {}),
-    )
 
 
-def foreign_claims(
-    engine: Engine,
-    collection: str,
-    claims: Sequence[tuple[str, tuple[str, ...]]],
-    owner_keys: Sequence[str],
-    *,
-    id_field: str = "id",
-) -> dict[int, str]:
-    """Positions of `(point_id, owner)` claims whose id belongs to another owner, and why.
-
-    Writing an existing id replaces that point, so an explicit id must never reach a point of
-    another tenant, whether stored already or claimed earlier in the same batch. `owner` holds
-    the values of `owner_keys` (e.g. user and agent) the writer will store; `id_field` names
-    the id in messages.
-    """
-    owners = " or ".join(k.removesuffix("_id") for k in owner_keys)
-    first: dict[str, tuple[str, ...]] = {}
-    foreign: dict[int, str] = {}
-    for i, (point_id, owner) in enumerate(claims):
-        if first.setdefault(point_id, owner) != owner:
-            foreign[i] = f"{id_field} {point_id!r} is used by another {owners} earlier in the batch"
-    ids = tuple(first)
-    stored: dict[str, tuple[Any, ...]] = {}
-    for start in range(0, len(ids), 1024):
-        chunk = ids[start : start + 1024]
-        hits, _ = engine.scroll(
-            collection, Filter(must=(HasId(chunk),)), limit=len(chunk), with_payload=tuple(owner_keys)
-        )
-        stored.update((h.id, tuple(h.payload.get(k) for k in owner_keys)) for h in hits)
-    for i, (point_id, owner) in enumerate(claims):
-        if point_id in stored and stored[point_id] != owner:
-            foreign.setdefault(
-                i,
-                f"{id_field} {point_id!r} already belongs to another {owners}; omit {id_field} to "
-                "store a new record",
-            )
-    return foreign
 
 
 def stream_searches(requests: Sequence[Fused]) -> list[Search]:

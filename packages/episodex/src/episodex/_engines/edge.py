@@ -12,8 +12,13 @@ from typing import Any
 
 import qdrant_edge as qe
 
+from episodex._common.errors import (
+    ConfigurationError,
+    EngineError,
+    StoreLockedError,
+    ValidationError,
+)
 from episodex._engines.base import StreamRanks, explain_fused, stream_searches
-from episodex._common.errors import ConfigurationError, EngineError, StoreLockedError, ValidationError
 from episodex._engines.plan import (
     CollectionSpec,
     Condition,

@@ -8,8 +8,8 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, TypeVar
 
-from episodex._engines.base import StreamRanks, explain_fused, stream_searches
 from episodex._common.errors import EngineError, EngineUnavailableError
+from episodex._engines.base import StreamRanks, explain_fused, stream_searches
 from episodex._engines.plan import (
     CollectionSpec,
     Condition,

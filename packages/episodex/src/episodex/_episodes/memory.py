@@ -9,38 +9,23 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any, Literal, TypeVar
 
-from episodex._episodes.model import ConversationEpisode
-from episodex._embedders.local import Embedder, FastEmbedEmbedder, default_embedder
-from episodex._engines.base import Engine, open_engine
-from episodex._episodes.store import EpisodeStore, ImportReport, RecallResult
 from episodex._common.errors import ConfigurationError
-from episodex._episodes.block import format_recall
-from episodex._engines.sparse import Bm25Encoder
 from episodex._common.sync import SyncTwin
 from episodex._common.tokens import DEFAULT_ENCODING, TokenCounter
+from episodex._embedders.base import Embedder
+from episodex._embedders.resolve import resolve_embedder
+from episodex._engines.base import Engine
+from episodex._engines.factory import open_engine
+from episodex._engines.sparse import Bm25Encoder
+from episodex._episodes.block import format_recall
+from episodex._episodes.model import ConversationEpisode
+from episodex._episodes.store import EpisodeStore, ImportReport, RecallResult
 
 __all__ = ["EpisodicMemory", "SyncEpisodicMemory", "resolve_embedder"]
 
 T = TypeVar("T")
 
 
-def resolve_embedder(embedder: Embedder | str | None) -> Embedder:
-    """The bundled model for None, a fastembed model for a name, or the embedder given."""
-    if embedder is None:
-        return default_embedder()
-    if isinstance(embedder, str):
-        return FastEmbedEmbedder(embedder)
-    if not isinstance(embedder, Embedder):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise ConfigurationError(
-            f"embedder must provide model_id, dimension, embed_documents and embed_query; got "
-            f"{type(embedder).__name__}"
-        )
-    dim = embedder.dimension
-    if isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0:  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise ConfigurationError(f"embedder.dimension must be a positive integer, got {dim!r}")
-    if not isinstance(embedder.model_id, str) or not embedder.model_id:  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise ConfigurationError("embedder.model_id must be a non-empty string")
-    return embedder
 
 
 class EpisodicMemory:

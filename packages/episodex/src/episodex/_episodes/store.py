@@ -18,13 +18,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, Literal
 
-from episodex._episodes.model import ConversationEpisode, payload_to_item
-from episodex._embedders.local import Embedder
-from episodex._engines.base import Engine, foreign_claims
-from episodex._common.errors import EmbedderMismatchError, ImportFileError, NotFoundError, ValidationError
+from episodex._common.errors import ImportFileError, NotFoundError, ValidationError
+from episodex._common.validation import require_int, require_text, require_weight
+from episodex._embedders.base import Embedder
+from episodex._engines.base import Engine
+from episodex._engines.collection import check_manifest, foreign_claims, tenant_filter
 from episodex._engines.plan import CollectionSpec, Filter, Fused, HasId, Hit, Match, Point, Stream
 from episodex._engines.sparse import Bm25Encoder
-from episodex._common.validation import require_int, require_text, require_weight
+from episodex._episodes.model import ConversationEpisode, payload_to_item
 
 __all__ = ["EpisodeStore", "ImportReport", "RecallResult", "check_manifest"]
 
@@ -33,25 +34,8 @@ STREAMS = ("short", "long", "bm25")
 RecallResult = dict[str, list[dict[str, Any]]]
 
 
-def check_manifest(stored: Mapping[str, Any], expected: Mapping[str, Any], where: str) -> None:
-    """Raise `EmbedderMismatchError` if a store was made with another embedder or dimension."""
-    for key in ("embedder", "dimension"):
-        if key in stored and stored[key] != expected[key]:
-            raise EmbedderMismatchError(
-                f"{where} was created with {key} {stored[key]!r} but this memory uses "
-                f"{expected[key]!r}; open it with the same embedder, or export and re-import "
-                "into a new store to re-embed"
-            )
 
 
-def tenant_filter(user_id: object, agent_id: object) -> Filter:
-    """The filter every operation starts from: this user AND this agent."""
-    return Filter(
-        must=(
-            Match("user_id", require_text("user_id", user_id)),
-            Match("agent_id", require_text("agent_id", agent_id)),
-        )
-    )
 
 
 @dataclass

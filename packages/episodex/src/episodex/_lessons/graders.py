@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from episodex._common.errors import ConfigurationError, GradingError, ValidationError
+from episodex._common.llm import LLMCallable
 from episodex._lessons.model import (
     ActionParts,
     EnvState,
@@ -22,7 +23,6 @@ from episodex._lessons.model import (
     StepMemory,
     action_parts,
 )
-from episodex._common.llm import LLMCallable
 
 __all__ = ["Grader", "GradingError", "LLMGrader", "ProgrammaticGrader", "parse_grading"]
 

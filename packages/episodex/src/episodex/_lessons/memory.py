@@ -18,27 +18,25 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
-from episodex._embedders.local import Embedder
-from episodex._engines.base import Engine, foreign_claims
-from episodex._episodes.store import check_manifest, tenant_filter
 from episodex._common.errors import ConfigurationError, ValidationError
+from episodex._common.sync import SyncTwin
+from episodex._common.validation import require_int, require_weight
+from episodex._embedders.base import Embedder
+from episodex._embedders.resolve import resolve_embedder
+from episodex._engines.base import Engine
+from episodex._engines.collection import check_manifest, foreign_claims, tenant_filter
+from episodex._engines.plan import CollectionSpec, Filter, Match, MatchAny, Point, Range
+from episodex._episodes.memory import EpisodicMemory
+from episodex._lessons.block import format_lessons
 from episodex._lessons.graders import Grader
-from episodex._lessons.transfer import format_lessons
 from episodex._lessons.model import (
     LESSONS_SCHEMA_VERSION,
     EnvState,
     GradingResult,
     RetrievedLesson,
     StepMemory,
-    action_parts,
-    element_set,
 )
-from episodex._episodes.memory import EpisodicMemory, resolve_embedder
-from episodex._engines.plan import CollectionSpec, Filter, Match, MatchAny, Point, Range
-from episodex._common.sync import SyncTwin
-from episodex._common.validation import require_int, require_weight
+from episodex._lessons.ranking import check_unit, rank_lessons
 
 __all__ = [
     "LessonEpisode",
@@ -58,98 +56,12 @@ def _scope(user_id: object, agent_id: object, session_id: object) -> Filter:
     return tenant_filter(user_id, agent_id).and_(Match("session_id", session_id))
 
 
-def _check_unit(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
-        raise ValidationError(f"{name} must be a number in [0, 1], got {value!r}")
-    return float(value)
 
 
-def jaccard(a: EnvState, b: EnvState) -> float:
-    """Overlap of two states' elements; two pages without elements match when their paths do."""
-    sa, sb = element_set(a), element_set(b)
-    union = sa | sb
-    if not union:
-        return 1.0 if a.path == b.path else 0.0
-    return len(sa & sb) / len(union)
 
 
-def _dedupe_key(memory: StepMemory) -> tuple[str, str, str]:
-    parts = action_parts(memory.action)
-    target = memory.action_element_text or parts.target or ""
-    return (
-        parts.verb.casefold(),
-        " ".join(target.split()).casefold(),
-        " ".join((parts.value or "").split()).casefold(),
-    )
 
 
-def rank_lessons(
-    candidates: Iterable[StepMemory],
-    current_env: EnvState,
-    state_vector: Sequence[float] | np.ndarray[Any, Any],
-    *,
-    env_threshold: float = 0.7,
-    top_k: int = 10,
-    env_weight: float = 0.65,
-    state_weight: float = 0.35,
-    final_k: int = 2,
-) -> list[RetrievedLesson]:
-    """Pick the lessons for the current state from graded candidate steps.
-
-    Jaccard overlap of page elements first (dropping those under `env_threshold`, keeping the
-    `top_k` best), then a re-rank by `env_weight * env + state_weight * cosine(states)`,
-    duplicates (same action, target and value) dropped, and `final_k` returned, with at least
-    one AVOID and one REPEAT when both exist and `final_k >= 2`. Best first.
-    """
-    env_threshold = _check_unit("env_threshold", env_threshold)
-    top_k = require_int("top_k", top_k, minimum=1)
-    final_k = require_int("final_k", final_k, minimum=0)
-    env_weight = require_weight("env_weight", env_weight)
-    state_weight = require_weight("state_weight", state_weight)
-    query = np.asarray(state_vector, dtype=np.float64)
-    query_norm = float(np.linalg.norm(query))
-
-    scored: list[tuple[float, StepMemory]] = []
-    for memory in candidates:
-        if not memory.graded:
-            continue
-        env = jaccard(memory.env_pre, current_env)
-        if env >= env_threshold:
-            scored.append((env, memory))
-    scored.sort(key=lambda pair: (-pair[0], -pair[1].rep, pair[1].step_num))
-    ranked: list[RetrievedLesson] = []
-    for env, memory in scored[:top_k]:
-        state = 0.0
-        if memory.internal_state_embedding is not None and query_norm > 0:
-            vec = np.asarray(memory.internal_state_embedding, dtype=np.float64)
-            norm = float(np.linalg.norm(vec))
-            if vec.shape == query.shape and norm > 0:
-                state = float(np.clip(vec @ query / (norm * query_norm), -1.0, 1.0))
-        ranked.append(RetrievedLesson(memory, env, state, env_weight * env + state_weight * state))
-    ranked.sort(key=lambda r: (-r.score, -r.env_score, -r.memory.rep, r.memory.step_num))
-
-    unique: list[RetrievedLesson] = []
-    seen: set[tuple[str, str, str]] = set()
-    for lesson in ranked:
-        key = _dedupe_key(lesson.memory)
-        if key not in seen:
-            seen.add(key)
-            unique.append(lesson)
-
-    chosen: list[RetrievedLesson] = []
-    if final_k >= 2:
-        for kind in ("REPEAT", "AVOID"):
-            best = next((r for r in unique if r.kind == kind), None)
-            if best is not None:
-                chosen.append(best)
-    for lesson in unique:
-        if len(chosen) >= final_k:
-            break
-        if lesson not in chosen:
-            chosen.append(lesson)
-    chosen = chosen[:final_k]
-    chosen.sort(key=lambda r: unique.index(r))
-    return chosen
 
 
 @dataclass(frozen=True, slots=True)
@@ -346,7 +258,7 @@ class StepLessonMemory:
         self.embedder = resolve_embedder(embedder)
         self.grader = grader
         self.defaults: dict[str, Any] = {
-            "env_threshold": _check_unit("env_threshold", env_threshold),
+            "env_threshold": check_unit("env_threshold", env_threshold),
             "top_k": require_int("top_k", top_k, minimum=1),
             "env_weight": require_weight("env_weight", env_weight),
             "state_weight": require_weight("state_weight", state_weight),
@@ -596,7 +508,7 @@ class StepLessonMemory:
         if not isinstance(current_state, str):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ValidationError(f"current_state must be a string, got {type(current_state).__name__}")
         d = self.defaults
-        threshold = _check_unit("env_threshold", d["env_threshold"] if env_threshold is None else env_threshold)
+        threshold = check_unit("env_threshold", d["env_threshold"] if env_threshold is None else env_threshold)
         keep = require_int("top_k", d["top_k"] if top_k is None else top_k, minimum=1)
         w_env = require_weight("env_weight", d["env_weight"] if env_weight is None else env_weight)
         w_state = require_weight("state_weight", d["state_weight"] if state_weight is None else state_weight)

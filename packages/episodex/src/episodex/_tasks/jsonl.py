@@ -19,7 +19,9 @@ from episodex._common.errors import (
     StoreFileError,
     ValidationError,
 )
+from episodex._common.validation import require_int, require_text
 from episodex._engines.sparse import Bm25Encoder
+from episodex._tasks.model import Episode
 from episodex._tasks.store import (
     TornLine,
     check_search_kwargs,
@@ -32,8 +34,6 @@ from episodex._tasks.store import (
     metadata_matches,
     threshold_arg,
 )
-from episodex._tasks.model import Episode
-from episodex._common.validation import require_int, require_text
 
 __all__ = ["JSONLMemoryStore"]
 

@@ -9,14 +9,16 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from episodex._embedders.local import Embedder
-from episodex._engines.base import Engine, open_engine
-from episodex._episodes.store import check_manifest
 from episodex._common.errors import (
     ConfigurationError,
     EpisodeNotFoundError,
     ValidationError,
 )
+from episodex._common.validation import require_int, require_text, require_weight
+from episodex._embedders.base import Embedder
+from episodex._engines.base import Engine
+from episodex._engines.collection import check_manifest
+from episodex._engines.factory import open_engine
 from episodex._engines.plan import (
     CollectionSpec,
     Condition,
@@ -31,6 +33,7 @@ from episodex._engines.plan import (
     Stream,
 )
 from episodex._engines.sparse import Bm25Encoder
+from episodex._tasks.model import Episode
 from episodex._tasks.store import (
     check_search_kwargs,
     describe_store,
@@ -41,8 +44,6 @@ from episodex._tasks.store import (
     metadata_filter,
     threshold_arg,
 )
-from episodex._tasks.model import Episode
-from episodex._common.validation import require_int, require_text, require_weight
 
 if TYPE_CHECKING:
     from episodex._episodes.memory import EpisodicMemory
@@ -104,7 +105,7 @@ class QdrantMemoryStore:
         bm25: Bm25Encoder | None = None,
         stage1_limit: int = 100,
     ) -> None:
-        from episodex._episodes.memory import resolve_embedder
+        from episodex._embedders.resolve import resolve_embedder
 
         sources = [
             name

@@ -18,10 +18,10 @@ from typing import Any
 
 from episodex._common.errors import ConfigurationError, ValidationError
 from episodex._common.llm import LLMCallable
-from episodex._tasks.store import BaseMemoryStore
-from episodex._tasks.model import Episode, Task, render_xml, resolve_fields
 from episodex._common.tokens import DEFAULT_ENCODING, TokenCounter, token_counter
 from episodex._common.validation import require_int, require_weight
+from episodex._tasks.model import Episode, Task, render_xml, resolve_fields
+from episodex._tasks.store import BaseMemoryStore
 
 __all__ = [
     "REFLECTION_TEMPLATE",

@@ -1,4 +1,4 @@
-"""Dense embedders: the bundled offline model, any fastembed model, an OpenAI-compatible API.
+"""Local dense embedders run by fastembed: the bundled offline model and any fastembed model by name.
 
 Every embedder is synchronous and thread-safe; the memory classes call it from a worker thread
 so an event loop never waits on a matrix multiply.
@@ -11,30 +11,20 @@ import importlib.util
 import json
 import os
 import threading
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import numpy.typing as npt
 
 from episodex._common.errors import ConfigurationError, EmbeddingError
+from episodex._embedders.base import Matrix, clip_texts
 
 if TYPE_CHECKING:
     from fastembed import TextEmbedding
 
-__all__ = [
-    "DEFAULT_MODEL_ID",
-    "BundledMiniLMEmbedder",
-    "Embedder",
-    "FastEmbedEmbedder",
-    "OpenAICompatibleEmbedder",
-    "VectorCacheEmbedder",
-    "default_embedder",
-]
+__all__ = ["DEFAULT_MODEL_ID", "BundledMiniLMEmbedder", "FastEmbedEmbedder", "default_embedder"]
 
-Matrix = npt.NDArray[np.float32]
 
 #: Model id recorded in stores made with the bundled embedder.
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2:onnx-int8"
@@ -42,40 +32,10 @@ _BUNDLED_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d
 _BUNDLED_DIM = 384
 # all-MiniLM-L6-v2 was trained on 256 word pieces; anything longer is cut by the tokenizer.
 _BUNDLED_MAX_TOKENS = 256
-# Tokenizing a megabyte only to keep its first 256 pieces wastes seconds, so text is cut to
-# this many characters first: far more than 256 word pieces of any real language.
-MAX_INPUT_CHARS = 8192
 
 
-@runtime_checkable
-class Embedder(Protocol):
-    """What the memory needs from a dense embedding model.
-
-    Vectors are compared by cosine, so their scale does not matter. Implementations must be
-    safe to call from several threads.
-    """
-
-    @property
-    def model_id(self) -> str:
-        """A stable id of the model, recorded in every store it writes."""
-        ...
-
-    @property
-    def dimension(self) -> int:
-        """The length of each vector."""
-        ...
-
-    def embed_documents(self, texts: Sequence[str]) -> Matrix:
-        """Embed texts that are stored; returns an array of shape `(len(texts), dimension)`."""
-        ...
-
-    def embed_query(self, text: str) -> Matrix:
-        """Embed a search query; returns an array of shape `(dimension,)`."""
-        ...
 
 
-def _clip(texts: Sequence[str]) -> list[str]:
-    return [t[:MAX_INPUT_CHARS] for t in texts]
 
 
 def _cache_home() -> Path:
@@ -127,7 +87,7 @@ class _FastEmbedModel:
             return np.zeros((0, 0), dtype=np.float32)
         model = self.get()
         try:
-            rows = list(model.embed(_clip(texts), batch_size=batch_size))
+            rows = list(model.embed(clip_texts(texts), batch_size=batch_size))
         except Exception as exc:
             raise EmbeddingError(f"embedding failed: {exc}") from exc
         return np.asarray(rows, dtype=np.float32)
@@ -135,7 +95,7 @@ class _FastEmbedModel:
     def query(self, text: str) -> Matrix:
         model = self.get()
         try:
-            return np.asarray(next(iter(model.query_embed(_clip([text])))), dtype=np.float32)
+            return np.asarray(next(iter(model.query_embed(clip_texts([text])))), dtype=np.float32)
         except Exception as exc:
             raise EmbeddingError(f"embedding failed: {exc}") from exc
 
@@ -290,148 +250,8 @@ class FastEmbedEmbedder:
         return self._model.query(text)
 
 
-class OpenAICompatibleEmbedder:
-    """An OpenAI-compatible `/embeddings` endpoint (OpenAI, Azure, vLLM, Ollama, TEI...).
-
-    Transient failures (connection errors, 429 and 5xx answers) are retried with exponential
-    backoff; anything else raises `EmbeddingError` at once. Needs the `openai` extra (httpx).
-
-    Args:
-        base_url: The API root, e.g. `https://api.openai.com/v1`.
-        model: The embedding model name.
-        dimension: The length of the vectors the model returns.
-        api_key: Sent as a bearer token when given.
-        timeout: Seconds per HTTP request.
-        max_retries: Extra attempts for transient failures.
-        batch_size: Texts per request.
-    """
-
-    def __init__(
-        self,
-        *,
-        base_url: str,
-        model: str,
-        dimension: int,
-        api_key: str | None = None,
-        timeout: float = 30.0,
-        max_retries: int = 3,
-        batch_size: int = 128,
-    ) -> None:
-        try:
-            import httpx
-        except ImportError as exc:  # pragma: no cover - the extra is installed in the workspace
-            raise ImportError(
-                'OpenAICompatibleEmbedder needs httpx: pip install "episodex[openai]"'
-            ) from exc
-        if dimension <= 0:
-            raise ConfigurationError(f"dimension must be positive, got {dimension}")
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout)
-        self._model_name = model
-        self._dim = dimension
-        self._retries = max_retries
-        self._batch_size = batch_size
-
-    @property
-    def model_id(self) -> str:
-        """`openai-compatible:<model>`."""
-        return f"openai-compatible:{self._model_name}"
-
-    @property
-    def dimension(self) -> int:
-        """The configured vector length."""
-        return self._dim
-
-    def _post(self, texts: list[str]) -> Matrix:
-        import httpx
-
-        delay = 0.5
-        for attempt in range(self._retries + 1):
-            try:
-                resp = self._client.post(
-                    "/embeddings", json={"model": self._model_name, "input": texts}
-                )
-            except httpx.TransportError as exc:
-                if attempt == self._retries:
-                    raise EmbeddingError(f"embedding API unreachable: {exc}") from exc
-            else:
-                if resp.status_code == 200:
-                    data = sorted(resp.json()["data"], key=lambda d: d["index"])
-                    out = np.asarray([d["embedding"] for d in data], dtype=np.float32)
-                    if out.shape != (len(texts), self._dim):
-                        raise EmbeddingError(
-                            f"embedding API returned shape {out.shape}, expected "
-                            f"({len(texts)}, {self._dim}): check `dimension`"
-                        )
-                    return out
-                transient = resp.status_code == 429 or resp.status_code >= 500
-                if not transient or attempt == self._retries:
-                    raise EmbeddingError(
-                        f"embedding API answered {resp.status_code}: {resp.text[:200]}"
-                    )
-            time.sleep(delay)
-            delay *= 2
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def embed_documents(self, texts: Sequence[str]) -> Matrix:
-        """Embed texts for storage, `batch_size` per request."""
-        clipped = _clip(texts)
-        if not clipped:
-            return np.zeros((0, self._dim), dtype=np.float32)
-        parts = [
-            self._post(clipped[i : i + self._batch_size])
-            for i in range(0, len(clipped), self._batch_size)
-        ]
-        return np.concatenate(parts)
-
-    def embed_query(self, text: str) -> Matrix:
-        """Embed a query."""
-        return self._post(_clip([text]))[0]
 
 
-class VectorCacheEmbedder:
-    """Serve vectors from a precomputed table, falling back to a real embedder for the rest.
-
-    The hook for workloads that embed the same texts again and again, such as the benchmarks'
-    100k-episode stores: embed a pool of texts once, save the table, and reuse it. The model
-    id is the inner embedder's, because the vectors are that model's.
-
-    Args:
-        inner: The embedder that made the table and embeds unseen texts.
-        table: Text to vector.
-    """
-
-    def __init__(self, inner: Embedder, table: Mapping[str, Matrix]) -> None:
-        self._inner = inner
-        self._table = dict(table)
-        self.hits = 0
-        self.misses = 0
-
-    @property
-    def model_id(self) -> str:
-        """The inner embedder's id."""
-        return self._inner.model_id
-
-    @property
-    def dimension(self) -> int:
-        """The inner embedder's dimension."""
-        return self._inner.dimension
-
-    def embed_documents(self, texts: Sequence[str]) -> Matrix:
-        """Embed texts, looking each up in the table first."""
-        missing = [t for t in texts if t not in self._table]
-        if missing:
-            fresh = self._inner.embed_documents(missing)
-            self._table.update(zip(missing, fresh, strict=True))
-        self.misses += len(missing)
-        self.hits += len(texts) - len(missing)
-        if not texts:
-            return np.zeros((0, self.dimension), dtype=np.float32)
-        return np.stack([self._table[t] for t in texts]).astype(np.float32, copy=False)
-
-    def embed_query(self, text: str) -> Matrix:
-        """Embed a query (queries are never cached: they are what is being measured)."""
-        return self._inner.embed_query(text)
 
 
 _default: BundledMiniLMEmbedder | None = None

@@ -1,0 +1,118 @@
+"""An OpenAI-compatible `/embeddings` endpoint as a dense embedder."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from episodex._common.errors import ConfigurationError, EmbeddingError
+from episodex._embedders.base import Matrix, clip_texts
+
+__all__ = ["OpenAICompatibleEmbedder"]
+
+if TYPE_CHECKING:
+    pass
+
+
+class OpenAICompatibleEmbedder:
+    """An OpenAI-compatible `/embeddings` endpoint (OpenAI, Azure, vLLM, Ollama, TEI...).
+
+    Transient failures (connection errors, 429 and 5xx answers) are retried with exponential
+    backoff; anything else raises `EmbeddingError` at once. Needs the `openai` extra (httpx).
+
+    Args:
+        base_url: The API root, e.g. `https://api.openai.com/v1`.
+        model: The embedding model name.
+        dimension: The length of the vectors the model returns.
+        api_key: Sent as a bearer token when given.
+        timeout: Seconds per HTTP request.
+        max_retries: Extra attempts for transient failures.
+        batch_size: Texts per request.
+    """
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str,
+        dimension: int,
+        api_key: str | None = None,
+        timeout: float = 30.0,
+        max_retries: int = 3,
+        batch_size: int = 128,
+    ) -> None:
+        try:
+            import httpx
+        except ImportError as exc:  # pragma: no cover - the extra is installed in the workspace
+            raise ImportError(
+                'OpenAICompatibleEmbedder needs httpx: pip install "episodex[openai]"'
+            ) from exc
+        if dimension <= 0:
+            raise ConfigurationError(f"dimension must be positive, got {dimension}")
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout)
+        self._model_name = model
+        self._dim = dimension
+        self._retries = max_retries
+        self._batch_size = batch_size
+
+    @property
+    def model_id(self) -> str:
+        """`openai-compatible:<model>`."""
+        return f"openai-compatible:{self._model_name}"
+
+    @property
+    def dimension(self) -> int:
+        """The configured vector length."""
+        return self._dim
+
+    def _post(self, texts: list[str]) -> Matrix:
+        import httpx
+
+        delay = 0.5
+        for attempt in range(self._retries + 1):
+            try:
+                resp = self._client.post(
+                    "/embeddings", json={"model": self._model_name, "input": texts}
+                )
+            except httpx.TransportError as exc:
+                if attempt == self._retries:
+                    raise EmbeddingError(f"embedding API unreachable: {exc}") from exc
+            else:
+                if resp.status_code == 200:
+                    data = sorted(resp.json()["data"], key=lambda d: d["index"])
+                    out = np.asarray([d["embedding"] for d in data], dtype=np.float32)
+                    if out.shape != (len(texts), self._dim):
+                        raise EmbeddingError(
+                            f"embedding API returned shape {out.shape}, expected "
+                            f"({len(texts)}, {self._dim}): check `dimension`"
+                        )
+                    return out
+                transient = resp.status_code == 429 or resp.status_code >= 500
+                if not transient or attempt == self._retries:
+                    raise EmbeddingError(
+                        f"embedding API answered {resp.status_code}: {resp.text[:200]}"
+                    )
+            time.sleep(delay)
+            delay *= 2
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def embed_documents(self, texts: Sequence[str]) -> Matrix:
+        """Embed texts for storage, `batch_size` per request."""
+        clipped = clip_texts(texts)
+        if not clipped:
+            return np.zeros((0, self._dim), dtype=np.float32)
+        parts = [
+            self._post(clipped[i : i + self._batch_size])
+            for i in range(0, len(clipped), self._batch_size)
+        ]
+        return np.concatenate(parts)
+
+    def embed_query(self, text: str) -> Matrix:
+        """Embed a query."""
+        return self._post(clip_texts([text]))[0]
+
+

@@ -1,0 +1,75 @@
+"""Helpers every collection owner shares: the tenant filter, the manifest check, id ownership."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from episodex._common.errors import EmbedderMismatchError
+from episodex._common.validation import require_text
+from episodex._engines.base import Engine
+from episodex._engines.plan import Filter, HasId, Match
+
+__all__ = ["check_manifest", "foreign_claims", "tenant_filter"]
+
+
+def foreign_claims(
+    engine: Engine,
+    collection: str,
+    claims: Sequence[tuple[str, tuple[str, ...]]],
+    owner_keys: Sequence[str],
+    *,
+    id_field: str = "id",
+) -> dict[int, str]:
+    """Positions of `(point_id, owner)` claims whose id belongs to another owner, and why.
+
+    Writing an existing id replaces that point, so an explicit id must never reach a point of
+    another tenant, whether stored already or claimed earlier in the same batch. `owner` holds
+    the values of `owner_keys` (e.g. user and agent) the writer will store; `id_field` names
+    the id in messages.
+    """
+    owners = " or ".join(k.removesuffix("_id") for k in owner_keys)
+    first: dict[str, tuple[str, ...]] = {}
+    foreign: dict[int, str] = {}
+    for i, (point_id, owner) in enumerate(claims):
+        if first.setdefault(point_id, owner) != owner:
+            foreign[i] = f"{id_field} {point_id!r} is used by another {owners} earlier in the batch"
+    ids = tuple(first)
+    stored: dict[str, tuple[Any, ...]] = {}
+    for start in range(0, len(ids), 1024):
+        chunk = ids[start : start + 1024]
+        hits, _ = engine.scroll(
+            collection, Filter(must=(HasId(chunk),)), limit=len(chunk), with_payload=tuple(owner_keys)
+        )
+        stored.update((h.id, tuple(h.payload.get(k) for k in owner_keys)) for h in hits)
+    for i, (point_id, owner) in enumerate(claims):
+        if point_id in stored and stored[point_id] != owner:
+            foreign.setdefault(
+                i,
+                f"{id_field} {point_id!r} already belongs to another {owners}; omit {id_field} to "
+                "store a new record",
+            )
+    return foreign
+
+
+def check_manifest(stored: Mapping[str, Any], expected: Mapping[str, Any], where: str) -> None:
+    """Raise `EmbedderMismatchError` if a store was made with another embedder or dimension."""
+    for key in ("embedder", "dimension"):
+        if key in stored and stored[key] != expected[key]:
+            raise EmbedderMismatchError(
+                f"{where} was created with {key} {stored[key]!r} but this memory uses "
+                f"{expected[key]!r}; open it with the same embedder, or export and re-import "
+                "into a new store to re-embed"
+            )
+
+
+def tenant_filter(user_id: object, agent_id: object) -> Filter:
+    """The filter every operation starts from: this user AND this agent."""
+    return Filter(
+        must=(
+            Match("user_id", require_text("user_id", user_id)),
+            Match("agent_id", require_text("agent_id", agent_id)),
+        )
+    )
+
+
