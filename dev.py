@@ -31,8 +31,15 @@ def _uv() -> Path:
     print(f"dev.py: installing uv {UV_VERSION} into {TOOLS} ...", flush=True)
     venv.EnvBuilder(with_pip=True, clear=True).create(TOOLS)
     subprocess.run(
-        [str(TOOLS / "bin" / "python"), "-m", "pip", "install", "--quiet",
-         "--disable-pip-version-check", f"uv=={UV_VERSION}"],
+        [
+            str(TOOLS / "bin" / "python"),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            f"uv=={UV_VERSION}",
+        ],
         check=True,
     )
     return uv
@@ -40,9 +47,10 @@ def _uv() -> Path:
 
 def _sync(uv: Path, env: dict[str, str]) -> None:
     subprocess.run(
-        [str(uv), "sync", "--frozen", "--all-packages", "--quiet",
-         "--python", sys.executable],
-        check=True, cwd=ROOT, env=env,
+        [str(uv), "sync", "--frozen", "--all-packages", "--quiet", "--python", sys.executable],
+        check=True,
+        cwd=ROOT,
+        env=env,
     )
 
 

@@ -83,7 +83,9 @@ def load_locomo(data_dir: Path = LOCOMO, names: Sequence[str] | None = None) -> 
     for path in files:
         data = json.loads(path.read_text())
         sessions = sorted(
-            int(m.group(1)) for k in data if (m := _SESSION.fullmatch(k)) and isinstance(data[k], list)
+            int(m.group(1))
+            for k in data
+            if (m := _SESSION.fullmatch(k)) and isinstance(data[k], list)
         )
         turns: list[Turn] = []
         dates: dict[int, str] = {}
@@ -103,7 +105,9 @@ def load_locomo(data_dir: Path = LOCOMO, names: Sequence[str] | None = None) -> 
                     )
                 )
         questions = [
-            Question(str(q["question"]), int(q["category"]), parse_evidence(q.get("evidence") or []))
+            Question(
+                str(q["question"]), int(q["category"]), parse_evidence(q.get("evidence") or [])
+            )
             for q in data["qa"]
         ]
         convs.append(
@@ -165,7 +169,9 @@ class DiskVectorCache:
                 out.append(t)
         return out
 
-    def fill(self, embedder: Embedder, texts: Sequence[str], *, batch: int = 256, progress: Any = None) -> int:
+    def fill(
+        self, embedder: Embedder, texts: Sequence[str], *, batch: int = 256, progress: Any = None
+    ) -> int:
         """Embed the texts not yet cached (for real) and save; returns how many were embedded."""
         todo = self.missing(texts)
         if not todo:

@@ -88,7 +88,9 @@ class LangChainPeer:
 
     def recall(self, query: str, user: str, k: int = 10) -> list[str]:
         flt = models.Filter(
-            must=[models.FieldCondition(key="metadata.user_id", match=models.MatchValue(value=user))]
+            must=[
+                models.FieldCondition(key="metadata.user_id", match=models.MatchValue(value=user))
+            ]
         )
         return [d.page_content for d in self.store.similarity_search(query, k=k, filter=flt)]
 
@@ -158,7 +160,9 @@ class LlamaIndexPeer:
         vectors = self._embedder.embed_documents(list(texts))
         nodes = []
         for text, user, vec in zip(texts, users, vectors, strict=True):
-            node = TextNode(text=f"<message role='user'>{text}</message>", metadata={"session_id": user})
+            node = TextNode(
+                text=f"<message role='user'>{text}</message>", metadata={"session_id": user}
+            )
             node.embedding = vec.tolist()
             nodes.append(node)
         self.block.vector_store.add(nodes)

@@ -82,7 +82,9 @@ T0 = datetime(2024, 1, 1, tzinfo=UTC)
 # -- the texts ----------------------------------------------------------------------------
 
 
-def build_pool(limit: int | None = None, *, extended: bool = False) -> tuple[list[tuple[str, str]], list[str]]:
+def build_pool(
+    limit: int | None = None, *, extended: bool = False
+) -> tuple[list[tuple[str, str]], list[str]]:
     """(short, long) pairs of real LoCoMo text, and the LoCoMo questions used as queries.
 
     Short: one turn. Long: the session date and the turn with 1 neighbour each side (and, with
@@ -108,7 +110,9 @@ def build_pool(limit: int | None = None, *, extended: bool = False) -> tuple[lis
     return pairs, queries
 
 
-def episode(j: int, pool: Sequence[tuple[str, str]], *, conversation: str | None = None) -> dict[str, Any]:
+def episode(
+    j: int, pool: Sequence[tuple[str, str]], *, conversation: str | None = None
+) -> dict[str, Any]:
     short, long = pool[j % len(pool)]
     when = T0 + timedelta(minutes=j)
     return {
@@ -126,7 +130,9 @@ def episode(j: int, pool: Sequence[tuple[str, str]], *, conversation: str | None
 # -- the floors ---------------------------------------------------------------------------
 
 
-def recall_plan(store: EpisodeStore, query: str, dense: list[float], user: str, conv: str) -> list[Search | Fused]:
+def recall_plan(
+    store: EpisodeStore, query: str, dense: list[float], user: str, conv: str
+) -> list[Search | Fused]:
     """The batch `EpisodeStore.recall` sends for this query, with its default options."""
     base = tenant_filter(user, AGENT)
     sparse = store.bm25.query(query)
@@ -148,11 +154,15 @@ def recall_plan(store: EpisodeStore, query: str, dense: list[float], user: str, 
         for flt, limit in sides
     ]
     for flt, _ in sides:
-        requests.extend(Search(stream=s, filter=flt, limit=STAGE1, with_payload=False) for s in streams)
+        requests.extend(
+            Search(stream=s, filter=flt, limit=STAGE1, with_payload=False) for s in streams
+        )
     return requests
 
 
-def minimal_plan(store: EpisodeStore, query: str, dense: list[float], user: str) -> list[Search | Fused]:
+def minimal_plan(
+    store: EpisodeStore, query: str, dense: list[float], user: str
+) -> list[Search | Fused]:
     """One fused request: three prefetches, weighted RRF, the tenant filter, 10 results."""
     sparse = store.bm25.query(query)
     streams = [Stream("short", dense, STAGE1), Stream("long", dense, STAGE1)]
@@ -190,7 +200,8 @@ class BareEngine:
         if self.kind == "edge":
             # As the engine sends them: id-only stream searches carry no payload at all.
             rendered = [
-                self._render(r, native_ids=isinstance(r, Search) and r.with_payload is False) for r in requests
+                self._render(r, native_ids=isinstance(r, Search) and r.with_payload is False)
+                for r in requests
             ]
         else:
             rendered = [self._render(r) for r in requests]
@@ -237,7 +248,9 @@ class Backend:
     path: Path | None = None
 
 
-def open_backend(name: str, cached: VectorCacheEmbedder, real: Embedder, path: Path | None) -> Backend:
+def open_backend(
+    name: str, cached: VectorCacheEmbedder, real: Embedder, path: Path | None
+) -> Backend:
     if name == "edge":
         assert path is not None
         shutil.rmtree(path, ignore_errors=True)
@@ -259,7 +272,9 @@ def open_backend(name: str, cached: VectorCacheEmbedder, real: Embedder, path: P
 async def load(b: Backend, upto: int, pool: Sequence[tuple[str, str]], *, progress: bool) -> float:
     """Memorize episodes `b.loaded .. upto-1` with cached vectors; returns seconds."""
     start = b.loaded
-    bar = tqdm(total=upto - start, desc=f"load {b.name} to {upto:,}", unit="ep", disable=not progress)
+    bar = tqdm(
+        total=upto - start, desc=f"load {b.name} to {upto:,}", unit="ep", disable=not progress
+    )
     t = time.perf_counter()
     chunk = 2048
     for s in range(start, upto, chunk):
@@ -312,8 +327,10 @@ async def recall_loop(
         steps: list[tuple[str, Any]] = [("embed", lambda q=q: timed(real.embed_query, q))]
         for b in backends:
             # qdrant-client local mode is slow: one warm-up query, then `memory_queries`.
-            if b.name == "memory" and memory_queries is not None and not (
-                max(0, warmup - 1) <= i < warmup + memory_queries
+            if (
+                b.name == "memory"
+                and memory_queries is not None
+                and not (max(0, warmup - 1) <= i < warmup + memory_queries)
             ):
                 continue
             b.known_embedder.table[q] = vec
@@ -329,9 +346,13 @@ async def recall_loop(
         if max(0, warmup - 1) <= i < peer_queries + warmup:  # peers are slow too: one warm-up
             for peer in peers:
                 if peer.name.startswith("LlamaIndex"):
-                    steps.append((f"peer.{peer.name}", lambda p=peer, q=q, u=user: atimed(p.recall(q, u))))
+                    steps.append(
+                        (f"peer.{peer.name}", lambda p=peer, q=q, u=user: atimed(p.recall(q, u)))
+                    )
                 else:
-                    steps.append((f"peer.{peer.name}", lambda p=peer, q=q, u=user: timed(p.recall, q, u)))
+                    steps.append(
+                        (f"peer.{peer.name}", lambda p=peer, q=q, u=user: timed(p.recall, q, u))
+                    )
         r = i % len(steps)
         answers: dict[str, Any] = {}
         for key, step in steps[r:] + steps[:r]:
@@ -370,7 +391,9 @@ def check_same_answer(b: Backend, ours: dict[str, Any], bare: Any) -> None:
         assert got == want, f"{b.name} {side}: recall {got} but the bare engine {want}"
 
 
-def own_work(b: Backend, real: Embedder, qs: Sequence[tuple[str, str, str]], *, reps: int) -> list[float]:
+def own_work(
+    b: Backend, real: Embedder, qs: Sequence[tuple[str, str, str]], *, reps: int
+) -> list[float]:
     """Per query: min over `reps` of recall-with-known-vector minus min of the bare engine."""
     out: list[float] = []
     for q, user, conv in qs:
@@ -382,21 +405,32 @@ def own_work(b: Backend, real: Embedder, qs: Sequence[tuple[str, str, str]], *, 
         for _ in range(reps):
             engine.append(timed(b.bare.run, same)[0])
             known.append(
-                timed(b.known.recall, user_id=user, agent_id=AGENT, query=q, conversation_id=conv)[0]
+                timed(b.known.recall, user_id=user, agent_id=AGENT, query=q, conversation_id=conv)[
+                    0
+                ]
             )
         out.append(min(known) - min(engine))
     return out
 
 
-async def throughput(b: Backend, pool: Sequence[tuple[str, str]], n_many: int, n_single: int, *, progress: bool) -> dict[str, float]:
+async def throughput(
+    b: Backend, pool: Sequence[tuple[str, str]], n_many: int, n_single: int, *, progress: bool
+) -> dict[str, float]:
     """Real-embedding memorize throughput vs the bare embedder on the same texts (interleaved)."""
     real = b.real.embedder
     offset = 7919  # texts away from the first pairs (any pair works: ONNX has no cache)
     many = [episode(offset + j, pool, conversation="throughput") for j in range(n_many)]
-    single = [episode(offset + n_many + j, pool, conversation="throughput") for j in range(n_single)]
+    single = [
+        episode(offset + n_many + j, pool, conversation="throughput") for j in range(n_single)
+    ]
     chunk = 128
     t_floor = t_ours = 0.0
-    bar = tqdm(total=n_many + n_single, desc=f"throughput {b.name} @ {b.loaded:,}", unit="ep", disable=not progress)
+    bar = tqdm(
+        total=n_many + n_single,
+        desc=f"throughput {b.name} @ {b.loaded:,}",
+        unit="ep",
+        disable=not progress,
+    )
     for s in range(0, n_many, chunk):
         eps = many[s : s + chunk]
         texts = [t for e in eps for t in (e["short_summary"], e["long_summary"])]
@@ -464,11 +498,19 @@ def probe_open(path: str, recalls: int = 200) -> dict[str, Any]:
 
     async def go() -> tuple[float, int]:
         t1 = time.perf_counter()
-        await mem.recall(user_id="user-001", agent_id=AGENT, query="what did she paint?", conversation_id="conv-01")
+        await mem.recall(
+            user_id="user-001",
+            agent_id=AGENT,
+            query="what did she paint?",
+            conversation_id="conv-01",
+        )
         first = time.perf_counter() - t1
         for i in range(recalls):
             await mem.recall(
-                user_id=f"user-{i % USERS:03d}", agent_id=AGENT, query=f"hobby number {i}", conversation_id="conv-03"
+                user_id=f"user-{i % USERS:03d}",
+                agent_id=AGENT,
+                query=f"hobby number {i}",
+                conversation_id="conv-03",
             )
         n = 0
         for u in range(USERS):
@@ -489,14 +531,19 @@ def probe_open(path: str, recalls: int = 200) -> dict[str, Any]:
         "rss_warm_mib": warm,
         "store_open_mib": opened - model,
         "store_warm_mib": warm - model,
-        "store_warm_anon_mib": warm_parts.get("RssAnon", float("nan")) - model_parts.get("RssAnon", float("nan")),
-        "store_warm_file_mib": warm_parts.get("RssFile", float("nan")) - model_parts.get("RssFile", float("nan")),
+        "store_warm_anon_mib": warm_parts.get("RssAnon", float("nan"))
+        - model_parts.get("RssAnon", float("nan")),
+        "store_warm_file_mib": warm_parts.get("RssFile", float("nan"))
+        - model_parts.get("RssFile", float("nan")),
     }
 
 
 def run_probe(path: Path) -> dict[str, Any]:
     out = subprocess.run(
-        [sys.executable, __file__, "--probe-open", str(path)], capture_output=True, text=True, check=True
+        [sys.executable, __file__, "--probe-open", str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -513,7 +560,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     cache = DiskVectorCache(real.model_id, args.cache)
     todo = cache.missing(texts)
     if todo:
-        bar = tqdm(total=len(todo), desc="embed the text pool once (cached)", unit="text", disable=not progress)
+        bar = tqdm(
+            total=len(todo),
+            desc="embed the text pool once (cached)",
+            unit="text",
+            disable=not progress,
+        )
         cache.fill(real, todo, progress=bar.update)
         bar.close()
     cached = VectorCacheEmbedder(real, cache.table(texts))
@@ -538,14 +590,21 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         for b in active:
             added = size - b.loaded
             secs = await load(b, size, pool, progress=progress)
-            row["backends"][b.name] = {"load_s": secs, "load_eps": added / secs if secs else float("nan")}
+            row["backends"][b.name] = {
+                "load_s": secs,
+                "load_eps": added / secs if secs else float("nan"),
+            }
         qs = query_set(queries, args.queries + args.warmup)
         edge = next((b for b in active if b.name == "edge"), None)
         if edge is not None and edge.path is not None:
             row["backends"]["edge"]["disk_mib_before_optimize"] = dir_size(edge.path) / 2**20
             before_alloc = dir_size(edge.path, allocated=True) / 2**20
             before = await recall_loop(
-                [edge], real, qs[: args.before_queries + args.warmup], warmup=args.warmup, progress=progress,
+                [edge],
+                real,
+                qs[: args.before_queries + args.warmup],
+                warmup=args.warmup,
+                progress=progress,
                 label=f"recall edge @ {size:,} before optimize",
             )
             t, _ = await atimed(edge.mem.optimize())
@@ -554,17 +613,39 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             row["backends"]["edge"]["disk_alloc_mib_before_optimize"] = before_alloc
             row["backends"]["edge"]["disk_alloc_mib"] = dir_size(edge.path, allocated=True) / 2**20
             row["before_optimize"] = {
-                k: {"p50_ms": pct(v, 50) * 1e3, "p95_ms": pct(v, 95) * 1e3} for k, v in before.items()
+                k: {"p50_ms": pct(v, 50) * 1e3, "p95_ms": pct(v, 95) * 1e3}
+                for k, v in before.items()
             }
         peers: list[Any] = []
         if size <= args.peer_max and args.peers:
-            peers = build_peers(args.peers, cached, backends[0].mem.store.bm25, pool, size, progress=progress, row=row)
+            peers = build_peers(
+                args.peers,
+                cached,
+                backends[0].mem.store.bm25,
+                pool,
+                size,
+                progress=progress,
+                row=row,
+            )
         # The slow participants (local mode, peers) get fewer timed queries as the store grows.
-        peer_q = args.peer_queries if size < 10_000 else args.peer_queries_10k if size < 100_000 else args.peer_queries_100k
+        peer_q = (
+            args.peer_queries
+            if size < 10_000
+            else args.peer_queries_10k
+            if size < 100_000
+            else args.peer_queries_100k
+        )
         mem_q = args.memory_queries if size < 10_000 else args.memory_queries_10k
         samples = await recall_loop(
-            active, real, qs, peers=peers, peer_queries=peer_q, memory_queries=mem_q, warmup=args.warmup,
-            progress=progress, label=f"recall @ {size:,}",
+            active,
+            real,
+            qs,
+            peers=peers,
+            peer_queries=peer_q,
+            memory_queries=mem_q,
+            warmup=args.warmup,
+            progress=progress,
+            label=f"recall @ {size:,}",
         )
         for b in active:
             if b.name == "edge":
@@ -576,12 +657,23 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         del peers
         gc.collect()
         row["latency"] = {
-            k: {"p50_ms": pct(v, 50) * 1e3, "p95_ms": pct(v, 95) * 1e3, "n": len(v)} for k, v in samples.items()
+            k: {"p50_ms": pct(v, 50) * 1e3, "p95_ms": pct(v, 95) * 1e3, "n": len(v)}
+            for k, v in samples.items()
         }
         for b in active:
-            row["backends"][b.name]["throughput"] = await throughput(b, pool, args.many, args.single, progress=progress)
+            row["backends"][b.name]["throughput"] = await throughput(
+                b, pool, args.many, args.single, progress=progress
+            )
         results["sizes"][str(size)] = row
-        print(json.dumps({"size": size, "latency_p50_ms": {k: round(v["p50_ms"], 3) for k, v in row["latency"].items()}}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "size": size,
+                    "latency_p50_ms": {k: round(v["p50_ms"], 3) for k, v in row["latency"].items()},
+                }
+            ),
+            flush=True,
+        )
 
     for b in backends:
         b.mem.close()
@@ -599,14 +691,25 @@ def open_probe(store_path: Path, size: int) -> dict[str, Any]:
     return probe
 
 
-def build_peers(names: Sequence[str], cached: VectorCacheEmbedder, bm25: Any, pool: Sequence[tuple[str, str]], size: int, *, progress: bool, row: dict[str, Any]) -> list[Any]:
+def build_peers(
+    names: Sequence[str],
+    cached: VectorCacheEmbedder,
+    bm25: Any,
+    pool: Sequence[tuple[str, str]],
+    size: int,
+    *,
+    progress: bool,
+    row: dict[str, Any],
+) -> list[Any]:
     from _peers import LangChainPeer, LlamaIndexPeer
 
     peers: list[Any] = []
     for name in names:
         peer = LlamaIndexPeer(cached) if name == "llamaindex" else LangChainPeer(cached, bm25)
         t = time.perf_counter()
-        bar = tqdm(total=size, desc=f"load {peer.name} to {size:,}", unit="ep", disable=not progress)
+        bar = tqdm(
+            total=size, desc=f"load {peer.name} to {size:,}", unit="ep", disable=not progress
+        )
         for s in range(0, size, 2048):
             eps = [episode(j, pool) for j in range(s, min(size, s + 2048))]
             # One document per episode: the long summary (it contains the turn itself).
@@ -651,19 +754,51 @@ def report(res: dict[str, Any], out: Path) -> None:
             if f"{b}.recall" not in lat:
                 continue
             g = lambda k, p="p50_ms", lat=lat, b=b: lat[f"{b}.{k}"][p]  # noqa: E731
-            rows.append([
-                f"{size:,}", b, g("recall"), g("recall", "p95_ms"), lat["embed"]["p50_ms"], g("engine"),
-                g("engine_min"), g("floor"), g("floor", "p95_ms"), g("own_min"),
-                g("recall") / g("floor"), g("recall", "p95_ms") / g("floor", "p95_ms"),
-                g("recall", "p95_ms") / g("floor"), g("recall") / g("floor_min"),
-            ])
-    lines.append(md_table(
-        ["episodes", "engine", "recall p50", "recall p95", "embed p50", "engine p50 (same batch)",
-         "engine p50 (1 fused)", "floor p50", "floor p95", "own work p50", "p50 / floor p50",
-         "p95 / floor p95", "p95 / floor p50", "p50 / minimal floor p50"],
-        rows,
-    ))
-    lines += ["", "![recall latency](recall_latency.png)", "![where the time goes](recall_breakdown.png)", ""]
+            rows.append(
+                [
+                    f"{size:,}",
+                    b,
+                    g("recall"),
+                    g("recall", "p95_ms"),
+                    lat["embed"]["p50_ms"],
+                    g("engine"),
+                    g("engine_min"),
+                    g("floor"),
+                    g("floor", "p95_ms"),
+                    g("own_min"),
+                    g("recall") / g("floor"),
+                    g("recall", "p95_ms") / g("floor", "p95_ms"),
+                    g("recall", "p95_ms") / g("floor"),
+                    g("recall") / g("floor_min"),
+                ]
+            )
+    lines.append(
+        md_table(
+            [
+                "episodes",
+                "engine",
+                "recall p50",
+                "recall p95",
+                "embed p50",
+                "engine p50 (same batch)",
+                "engine p50 (1 fused)",
+                "floor p50",
+                "floor p95",
+                "own work p50",
+                "p50 / floor p50",
+                "p95 / floor p95",
+                "p95 / floor p50",
+                "p50 / minimal floor p50",
+            ],
+            rows,
+        )
+    )
+    lines += [
+        "",
+        "![recall latency](recall_latency.png)",
+        "![where the time goes](recall_breakdown.png)",
+        "",
+    ]
 
     before_rows = []
     for size in sizes:
@@ -671,12 +806,20 @@ def report(res: dict[str, Any], out: Path) -> None:
         if "before_optimize" in row and "edge.recall" in row["before_optimize"]:
             bo = row["before_optimize"]
             be = row["backends"]["edge"]
-            before_rows.append([
-                f"{size:,}", bo["edge.recall"]["p50_ms"], row["latency"]["edge.recall"]["p50_ms"],
-                bo["edge.engine"]["p50_ms"], row["latency"]["edge.engine"]["p50_ms"], be["optimize_s"],
-                be["disk_mib_before_optimize"], be["disk_mib"],
-                be.get("disk_alloc_mib_before_optimize", float("nan")), be.get("disk_alloc_mib", float("nan")),
-            ])
+            before_rows.append(
+                [
+                    f"{size:,}",
+                    bo["edge.recall"]["p50_ms"],
+                    row["latency"]["edge.recall"]["p50_ms"],
+                    bo["edge.engine"]["p50_ms"],
+                    row["latency"]["edge.engine"]["p50_ms"],
+                    be["optimize_s"],
+                    be["disk_mib_before_optimize"],
+                    be["disk_mib"],
+                    be.get("disk_alloc_mib_before_optimize", float("nan")),
+                    be.get("disk_alloc_mib", float("nan")),
+                ]
+            )
     if before_rows:
         lines += [
             "## Qdrant Edge before and after `optimize()`",
@@ -684,9 +827,21 @@ def report(res: dict[str, Any], out: Path) -> None:
             "After the bulk load the embedded store is measured as loaded, then `await mem.optimize()` "
             "builds its HNSW indexes and merges segments; every other table is after optimize.",
             "",
-            md_table(["episodes", "recall p50 before", "recall p50 after", "engine p50 before",
-                      "engine p50 after", "optimize s", "disk MiB before (apparent)", "disk MiB after (apparent)",
-                      "disk MiB before (allocated)", "disk MiB after (allocated)"], before_rows),
+            md_table(
+                [
+                    "episodes",
+                    "recall p50 before",
+                    "recall p50 after",
+                    "engine p50 before",
+                    "engine p50 after",
+                    "optimize s",
+                    "disk MiB before (apparent)",
+                    "disk MiB after (apparent)",
+                    "disk MiB before (allocated)",
+                    "disk MiB after (allocated)",
+                ],
+                before_rows,
+            ),
             "",
             "Apparent size counts preallocated, still-empty file space (Qdrant preallocates its WAL "
             "and mmap files); allocated size is what `du` reports.",
@@ -697,18 +852,39 @@ def report(res: dict[str, Any], out: Path) -> None:
     for size in sizes:
         for b, v in res["sizes"][str(size)]["backends"].items():
             t = v["throughput"]
-            tp_rows.append([
-                f"{size:,}", b, t["many_eps"], t["many_floor_eps"], t["many_ratio"], t["single_eps"],
-                t["single_floor_eps"], t["single_ratio"], v["load_s"],
-            ])
+            tp_rows.append(
+                [
+                    f"{size:,}",
+                    b,
+                    t["many_eps"],
+                    t["many_floor_eps"],
+                    t["many_ratio"],
+                    t["single_eps"],
+                    t["single_floor_eps"],
+                    t["single_ratio"],
+                    v["load_s"],
+                ]
+            )
     lines += [
         "## Memorize throughput (episodes/s, real embedding of 2 texts per episode)",
         "",
         "floor = the bare embedder's `embed_documents` on the same texts (the same batches for "
         "`memorize_many`, one pair per call for `memorize`), interleaved with ours.",
         "",
-        md_table(["episodes in store", "engine", "memorize_many", "floor", "ratio", "memorize",
-                  "floor", "ratio", "bulk load s (cached vectors)"], tp_rows),
+        md_table(
+            [
+                "episodes in store",
+                "engine",
+                "memorize_many",
+                "floor",
+                "ratio",
+                "memorize",
+                "floor",
+                "ratio",
+                "bulk load s (cached vectors)",
+            ],
+            tp_rows,
+        ),
         "",
         "![throughput](throughput.png)",
         "",
@@ -720,8 +896,17 @@ def report(res: dict[str, Any], out: Path) -> None:
         for k, v in lat.items():
             if k.startswith("peer.") and not k.endswith(".ours"):
                 ours = lat[f"{k}.ours"]
-                peer_rows.append([f"{size:,}", k[5:], v["p50_ms"], v["p95_ms"], ours["p50_ms"],
-                                  v["p50_ms"] / ours["p50_ms"], v["n"]])
+                peer_rows.append(
+                    [
+                        f"{size:,}",
+                        k[5:],
+                        v["p50_ms"],
+                        v["p95_ms"],
+                        ours["p50_ms"],
+                        v["p50_ms"] / ours["p50_ms"],
+                        v["n"],
+                    ]
+                )
     if peer_rows:
         lines += [
             "## Peers on the same texts and the same embedder",
@@ -730,8 +915,18 @@ def report(res: dict[str, Any], out: Path) -> None:
             "the same loop. Peers return 10 documents for the user; episodex returns 5 + 10 "
             "(same and previous conversations) and the per-stream ranks of each.",
             "",
-            md_table(["episodes", "peer", "peer p50 ms", "peer p95 ms", "episodex p50 ms",
-                      "peer / episodex", "queries"], peer_rows),
+            md_table(
+                [
+                    "episodes",
+                    "peer",
+                    "peer p50 ms",
+                    "peer p95 ms",
+                    "episodex p50 ms",
+                    "peer / episodex",
+                    "queries",
+                ],
+                peer_rows,
+            ),
             "",
         ]
 
@@ -741,12 +936,30 @@ def report(res: dict[str, Any], out: Path) -> None:
             f"## Opening a {probe['size']:,}-episode embedded store (fresh process)",
             "",
             md_table(
-                ["open s", "first recall s", "store RSS MiB right after open", "store RSS MiB after 200 recalls",
-                 "raw dense vectors MiB (2 x 384 float32)", "RSS after recalls / raw",
-                 "disk MiB (allocated)", "disk MiB (apparent)", "episodes counted"],
-                [[probe["open_s"], probe["first_recall_s"], probe["store_open_mib"], probe["store_warm_mib"],
-                  probe["raw_dense_mib"], probe["store_warm_mib"] / probe["raw_dense_mib"],
-                  probe.get("disk_alloc_mib", float("nan")), probe["disk_mib"], probe["episodes"]]],
+                [
+                    "open s",
+                    "first recall s",
+                    "store RSS MiB right after open",
+                    "store RSS MiB after 200 recalls",
+                    "raw dense vectors MiB (2 x 384 float32)",
+                    "RSS after recalls / raw",
+                    "disk MiB (allocated)",
+                    "disk MiB (apparent)",
+                    "episodes counted",
+                ],
+                [
+                    [
+                        probe["open_s"],
+                        probe["first_recall_s"],
+                        probe["store_open_mib"],
+                        probe["store_warm_mib"],
+                        probe["raw_dense_mib"],
+                        probe["store_warm_mib"] / probe["raw_dense_mib"],
+                        probe.get("disk_alloc_mib", float("nan")),
+                        probe["disk_mib"],
+                        probe["episodes"],
+                    ]
+                ],
             ),
             "",
             f"Of the {probe['store_warm_mib']:.0f} MiB after recalls, "
@@ -810,20 +1023,30 @@ def plots(res: dict[str, Any], out: Path) -> None:
     labels, embed, engine, own, rest = [], [], [], [], []
     for size in sizes:
         lat = res["sizes"][str(size)]["latency"]
-        for b in ("edge",):  # local mode is two orders of magnitude slower: it would flatten the plot
+        for b in (
+            "edge",
+        ):  # local mode is two orders of magnitude slower: it would flatten the plot
             if f"{b}.recall" not in lat:
                 continue
             labels.append(f"Qdrant Edge\n{size:,} episodes")
-            e, g, o, r = (lat["embed"]["p50_ms"], lat[f"{b}.engine"]["p50_ms"], lat[f"{b}.own_min"]["p50_ms"],
-                          lat[f"{b}.recall"]["p50_ms"])
+            e, g, o, r = (
+                lat["embed"]["p50_ms"],
+                lat[f"{b}.engine"]["p50_ms"],
+                lat[f"{b}.own_min"]["p50_ms"],
+                lat[f"{b}.recall"]["p50_ms"],
+            )
             embed.append(e)
             engine.append(g)
             own.append(max(o, 0))
             rest.append(max(r - e - g - max(o, 0), 0))
     x = np.arange(len(labels))
     bottom = np.zeros(len(labels))
-    for vals, name in ((embed, "query embedding"), (engine, "engine (same batch)"), (own, "library own work"),
-                       (rest, "rest (thread hop, noise)")):
+    for vals, name in (
+        (embed, "query embedding"),
+        (engine, "engine (same batch)"),
+        (own, "library own work"),
+        (rest, "rest (thread hop, noise)"),
+    ):
         ax.bar(x, vals, bottom=bottom, label=name)
         bottom += np.asarray(vals)
     ax.set_xticks(x, labels, fontsize=7)
@@ -859,17 +1082,27 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="1k episodes, fewer queries and episodes")
     p.add_argument("--sizes", type=lambda s: [int(x) for x in s.split(",")], default=None)
-    p.add_argument("--queries", type=int, default=None, help="timed recalls per size (after 10 warm-up)")
+    p.add_argument(
+        "--queries", type=int, default=None, help="timed recalls per size (after 10 warm-up)"
+    )
     p.add_argument("--warmup", type=int, default=10, help="untimed recalls before each timed loop")
     p.add_argument("--before-queries", type=int, default=None, help="recalls timed before optimize")
     p.add_argument("--peer-queries", type=int, default=None, help="recalls timed per peer")
     p.add_argument("--peer-queries-10k", type=int, default=20, help="per peer at 10k and more")
     p.add_argument("--peer-queries-100k", type=int, default=5, help="per peer at 100k and more")
-    p.add_argument("--memory-queries-10k", type=int, default=5, help="in :memory: mode at 10k and more")
-    p.add_argument("--memory-queries", type=int, default=None, help="recalls timed in :memory: mode")
-    p.add_argument("--own-queries", type=int, default=None, help="queries for the own-work min-of-5")
+    p.add_argument(
+        "--memory-queries-10k", type=int, default=5, help="in :memory: mode at 10k and more"
+    )
+    p.add_argument(
+        "--memory-queries", type=int, default=None, help="recalls timed in :memory: mode"
+    )
+    p.add_argument(
+        "--own-queries", type=int, default=None, help="queries for the own-work min-of-5"
+    )
     p.add_argument("--many", type=int, default=None, help="episodes for memorize_many throughput")
-    p.add_argument("--single", type=int, default=None, help="episodes for single memorize throughput")
+    p.add_argument(
+        "--single", type=int, default=None, help="episodes for single memorize throughput"
+    )
     p.add_argument("--backends", default="edge,memory")
     p.add_argument("--peers", default="llamaindex,langchain", help="comma list; empty for none")
     p.add_argument("--peer-max", type=int, default=100_000, help="largest size the peers run at")
@@ -881,8 +1114,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--no-probe", action="store_true", help="skip the open-time/RSS probe")
     p.add_argument("--probe-open", default=None, help=argparse.SUPPRESS)
     p.add_argument("--report-only", action="store_true", help="rewrite the report from perf.json")
-    p.add_argument("--probe-only", action="store_true",
-                   help="re-measure open time and memory on the last run's store; rewrite the report")
+    p.add_argument(
+        "--probe-only",
+        action="store_true",
+        help="re-measure open time and memory on the last run's store; rewrite the report",
+    )
     a = p.parse_args(argv)
     quick = a.quick
     a.sizes = a.sizes or ([1000] if quick else [1000, 10_000, 100_000])

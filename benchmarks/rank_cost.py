@@ -46,7 +46,9 @@ def _fused(store: Any, query: str, user: str, agent: str, conv: str) -> list[Fus
         (base.and_not(Match("conversation_id", conv)), 10),
     ]
     weights = tuple(WEIGHTS[s.using] for s in streams)
-    return [Fused(streams=tuple(streams), weights=weights, k=10, filter=f, limit=n) for f, n in sides]
+    return [
+        Fused(streams=tuple(streams), weights=weights, k=10, filter=f, limit=n) for f, n in sides
+    ]
 
 
 def _best(fn: Any, repeat: int) -> float:
@@ -87,16 +89,28 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         kwargs = {"user_id": user, "agent_id": agent, "conversation_id": conv, "query": query}
         # Called at once by _best, so binding the loop's current values is what is meant.
         rows["ranks"].append(_best(functools.partial(store.recall, **kwargs), args.repeat))
-        rows["lean"].append(_best(functools.partial(store.recall, **kwargs, with_stream_ranks=False), args.repeat))
-        rows["engine_ranks"].append(_best(functools.partial(shard.query_batch, full_batch), args.repeat))
-        rows["engine_lean"].append(_best(functools.partial(shard.query_batch, lean_batch), args.repeat))
+        rows["lean"].append(
+            _best(functools.partial(store.recall, **kwargs, with_stream_ranks=False), args.repeat)
+        )
+        rows["engine_ranks"].append(
+            _best(functools.partial(shard.query_batch, full_batch), args.repeat)
+        )
+        rows["engine_lean"].append(
+            _best(functools.partial(shard.query_batch, lean_batch), args.repeat)
+        )
     n_episodes = mem.engine.count(COLLECTION, Filter())
     mem.close()
 
     p50 = {k: statistics.median(v) * 1000 for k, v in rows.items()}
     own = {
-        "ranks": statistics.median(a - b for a, b in zip(rows["ranks"], rows["engine_ranks"], strict=True)) * 1000,
-        "lean": statistics.median(a - b for a, b in zip(rows["lean"], rows["engine_lean"], strict=True)) * 1000,
+        "ranks": statistics.median(
+            a - b for a, b in zip(rows["ranks"], rows["engine_ranks"], strict=True)
+        )
+        * 1000,
+        "lean": statistics.median(
+            a - b for a, b in zip(rows["lean"], rows["engine_lean"], strict=True)
+        )
+        * 1000,
     }
     m = machine()
     lines = [

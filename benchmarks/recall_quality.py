@@ -77,9 +77,11 @@ class Recipe:
     def summaries(self, turns: Sequence[Turn], i: int) -> tuple[str, str]:
         turn = turns[i]
         short = turn_line(turn)
-        lines = "\n".join(turn_line(t) for t in window(turns, i, self.before, self.after)) if (
-            self.before or self.after
-        ) else short
+        lines = (
+            "\n".join(turn_line(t) for t in window(turns, i, self.before, self.after))
+            if (self.before or self.after)
+            else short
+        )
         long = f"{turn.date}\n{lines}" if self.date in ("long", "both") else lines
         if self.date == "both":
             short = f"{turn.date}: {short}"
@@ -100,7 +102,9 @@ class Search:
     @property
     def name(self) -> str:
         w = f"{self.short_weight:g}/{self.long_weight:g}/{self.bm25_weight:g}"
-        return self.label or f"hybrid {w} k={self.rrf_k}" + ("" if self.stage1 == 100 else f" s1={self.stage1}")
+        return self.label or f"hybrid {w} k={self.rrf_k}" + (
+            "" if self.stage1 == 100 else f" s1={self.stage1}"
+        )
 
 
 DEFAULT_RECIPE = Recipe()
@@ -125,17 +129,29 @@ def prepare_embedder(
 ) -> KnownQueries:
     real = default_embedder()
     docs = DiskVectorCache(real.model_id, cache_dir)
-    texts = sorted({t for c in convs for r in recipes for i in range(len(c.turns)) for t in r.summaries(c.turns, i)})
+    texts = sorted(
+        {
+            t
+            for c in convs
+            for r in recipes
+            for i in range(len(c.turns))
+            for t in r.summaries(c.turns, i)
+        }
+    )
     todo = docs.missing(texts)
     if todo:
-        bar = tqdm(total=len(todo), desc="embed episode texts (cached)", unit="text", disable=not progress)
+        bar = tqdm(
+            total=len(todo), desc="embed episode texts (cached)", unit="text", disable=not progress
+        )
         docs.fill(real, todo, progress=bar.update)
         bar.close()
     qcache = DiskVectorCache(f"query-{real.model_id}", cache_dir)
     questions = sorted({q.question for c in convs for q in c.questions})
     missing = qcache.missing(questions)
     if missing:
-        bar = tqdm(total=len(missing), desc="embed questions (cached)", unit="q", disable=not progress)
+        bar = tqdm(
+            total=len(missing), desc="embed questions (cached)", unit="q", disable=not progress
+        )
 
         class _AsQuery:
             def embed_documents(self, batch: Sequence[str]) -> np.ndarray:
@@ -145,7 +161,9 @@ def prepare_embedder(
 
         qcache.fill(_AsQuery(), missing, batch=64)  # type: ignore[arg-type]
         bar.close()
-    return KnownQueries(VectorCacheEmbedder(real, docs.table(texts)), qcache.table(questions), fallback=True)
+    return KnownQueries(
+        VectorCacheEmbedder(real, docs.table(texts)), qcache.table(questions), fallback=True
+    )
 
 
 # -- ingest and evaluate ------------------------------------------------------------------
@@ -156,21 +174,25 @@ def ingest(mem: EpisodicMemory, conv: Conversation, recipe: Recipe) -> None:
     for i, turn in enumerate(conv.turns):
         short, long = recipe.summaries(conv.turns, i)
         when = parse_session_date(turn.date)
-        episodes.append({
-            "short_summary": short,
-            "long_summary": long,
-            "user_id": conv.name,
-            "agent_id": AGENT,
-            "conversation_id": f"session-{turn.session}",
-            "start_index": turn.index,
-            "timestamp_begin": when,
-            "timestamp_end": when,
-            "metadata": {"dia_id": turn.dia_id, "session": turn.session},
-        })
+        episodes.append(
+            {
+                "short_summary": short,
+                "long_summary": long,
+                "user_id": conv.name,
+                "agent_id": AGENT,
+                "conversation_id": f"session-{turn.session}",
+                "start_index": turn.index,
+                "timestamp_begin": when,
+                "timestamp_end": when,
+                "metadata": {"dia_id": turn.dia_id, "session": turn.session},
+            }
+        )
     mem.store.memorize_many(episodes)
 
 
-def recalled(mem: EpisodicMemory, conv: Conversation, question: str, search: Search, k: int = 10) -> list[str]:
+def recalled(
+    mem: EpisodicMemory, conv: Conversation, question: str, search: Search, k: int = 10
+) -> list[str]:
     res = mem.store.recall(
         user_id=conv.name,
         agent_id=AGENT,
@@ -208,13 +230,23 @@ def evaluate(
         for q in conv.questions:
             if q.category not in CATEGORIES or not q.evidence:
                 continue
-            rows.append((conv.name, q.category, score(recalled(mems[conv.name], conv, q.question, search), q.evidence)))
+            rows.append(
+                (
+                    conv.name,
+                    q.category,
+                    score(recalled(mems[conv.name], conv, q.question, search), q.evidence),
+                )
+            )
 
     def agg(sel: Sequence[dict[str, float]]) -> dict[str, float]:
-        return {m: (sum(r[m] for r in sel) / len(sel) if sel else float("nan")) for m in METRICS} | {"n": len(sel)}
+        return {
+            m: (sum(r[m] for r in sel) / len(sel) if sel else float("nan")) for m in METRICS
+        } | {"n": len(sel)}
 
     out: dict[str, Any] = {"all": agg([r for _, _, r in rows])}
-    out["by_category"] = {CATEGORIES[c]: agg([r for _, cc, r in rows if cc == c]) for c in CATEGORIES}
+    out["by_category"] = {
+        CATEGORIES[c]: agg([r for _, cc, r in rows if cc == c]) for c in CATEGORIES
+    }
     out["by_conversation"] = {c.name: agg([r for n, _, r in rows if n == c.name]) for c in convs}
     return out
 
@@ -323,25 +355,39 @@ def table_modes(results: Sequence[dict[str, Any]]) -> str:
     return md_table(["mode", "category", "questions", *(f"{m} %" for m in METRICS)], rows)
 
 
-def table_explore(results: Sequence[dict[str, Any]], baseline: dict[str, Any], convs: Sequence[str]) -> str:
+def table_explore(
+    results: Sequence[dict[str, Any]], baseline: dict[str, Any], convs: Sequence[str]
+) -> str:
     rows = []
     for res in results:
         per_conv = [pct(res["by_conversation"][c]["turn_any@10"]) for c in convs]
         base_conv = [pct(baseline["by_conversation"][c]["turn_any@10"]) for c in convs]
         wins = sum(1 for a, b in zip(per_conv, base_conv, strict=True) if a > b + 1e-9)
         losses = sum(1 for a, b in zip(per_conv, base_conv, strict=True) if a < b - 1e-9)
-        rows.append([
-            res["recipe"], res["search"], *(pct(res["all"][m]) for m in METRICS),
-            *per_conv, f"{wins}/{losses}",
-        ])
+        rows.append(
+            [
+                res["recipe"],
+                res["search"],
+                *(pct(res["all"][m]) for m in METRICS),
+                *per_conv,
+                f"{wins}/{losses}",
+            ]
+        )
     return md_table(
-        ["recipe", "search", *(f"{m} %" for m in METRICS), *(f"{c} any@10 %" for c in convs),
-         "convs better/worse (any@10)"],
+        [
+            "recipe",
+            "search",
+            *(f"{m} %" for m in METRICS),
+            *(f"{c} any@10 %" for c in convs),
+            "convs better/worse (any@10)",
+        ],
         rows,
     )
 
 
-def plot_modes(results: Sequence[dict[str, Any]], out: Path, name: str, metric: str = "turn_any@10") -> None:
+def plot_modes(
+    results: Sequence[dict[str, Any]], out: Path, name: str, metric: str = "turn_any@10"
+) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -351,8 +397,18 @@ def plot_modes(results: Sequence[dict[str, Any]], out: Path, name: str, metric: 
     fig, ax = plt.subplots(figsize=(7.5, 4.0))
     width = 0.8 / len(results)
     for j, res in enumerate(results):
-        vals = [pct(res["by_category"][c][metric]) if c in res["by_category"] else pct(res["all"][metric]) for c in cats]
-        ax.bar(np.arange(len(cats)) + j * width, vals, width, label=f"{res['search']} ({res['recipe']})")
+        vals = [
+            pct(res["by_category"][c][metric])
+            if c in res["by_category"]
+            else pct(res["all"][metric])
+            for c in cats
+        ]
+        ax.bar(
+            np.arange(len(cats)) + j * width,
+            vals,
+            width,
+            label=f"{res['search']} ({res['recipe']})",
+        )
     ax.set_xticks(np.arange(len(cats)) + width * (len(results) - 1) / 2, cats)
     ax.set_ylabel(f"{metric} %")
     ax.set_ylim(0, 100)
@@ -430,18 +486,27 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", type=Path, default=LOCOMO)
     p.add_argument("--conversations", default=None, help="comma list of file stems (default all)")
-    p.add_argument("--max-turns", type=int, default=None, help="keep only the first N turns (smoke runs)")
-    p.add_argument("--max-questions", type=int, default=None, help="keep only the first N questions")
+    p.add_argument(
+        "--max-turns", type=int, default=None, help="keep only the first N turns (smoke runs)"
+    )
+    p.add_argument(
+        "--max-questions", type=int, default=None, help="keep only the first N questions"
+    )
     p.add_argument("--short-weight", type=float, default=None)
     p.add_argument("--long-weight", type=float, default=None)
     p.add_argument("--bm25-weight", type=float, default=None)
     p.add_argument("--rrf-k", type=int, default=None)
     p.add_argument("--stage1", type=int, default=None)
-    p.add_argument("--window", default="1,1", help="neighbouring turns before,after in the long summary")
+    p.add_argument(
+        "--window", default="1,1", help="neighbouring turns before,after in the long summary"
+    )
     p.add_argument("--date", default="long", choices=("none", "long", "both"))
     p.add_argument("--explore", action="store_true", help="also run the exploration grid")
-    p.add_argument("--recommend", default=None,
-                   help="'before,after,date;short,long,bm25,k' to report against the default")
+    p.add_argument(
+        "--recommend",
+        default=None,
+        help="'before,after,date;short,long,bm25,k' to report against the default",
+    )
     p.add_argument("--cache", type=Path, default=CACHE)
     p.add_argument("--out", type=Path, default=RESULTS)
     p.add_argument("--no-progress", action="store_true")
@@ -488,10 +553,17 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             "recipe": recipe.name,
             "modes": modes,
         }
-        given = {k: getattr(args, k) for k in ("short_weight", "long_weight", "bm25_weight", "rrf_k", "stage1")}
+        given = {
+            k: getattr(args, k)
+            for k in ("short_weight", "long_weight", "bm25_weight", "rrf_k", "stage1")
+        }
         if any(v is not None for v in given.values()):
             custom = Search(
-                *(v if v is not None else getattr(DEFAULT, k) for k, v in given.items() if k != "stage1"),
+                *(
+                    v if v is not None else getattr(DEFAULT, k)
+                    for k, v in given.items()
+                    if k != "stage1"
+                ),
                 stage1=given["stage1"] or 100,
             )
             payload["custom"] = bench.run(recipe, custom)

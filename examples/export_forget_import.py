@@ -23,16 +23,36 @@ USER = "alice"
 AGENTS = ("support", "billing")  # every agent this user may have talked to
 
 EPISODES = [
-    ("support", "c-101", "Parcel for order 1182 stuck at the depot",
-     "The agent tracked order 1182 and booked a redelivery for Friday."),
-    ("support", "c-102", "Refund for the cracked blender jar",
-     "The agent issued a 49.99 EUR refund for order 1207 after Alice sent a photo."),
-    ("support", "c-102", "Alice keeps the blender base",
-     "Only the cracked jar has to be returned; Alice keeps the base."),
-    ("billing", "c-201", "Invoice address changed to Berlin",
-     "Alice moved; the agent updated the invoice address for future orders."),
-    ("billing", "c-202", "VAT number added to the account",
-     "Alice added a VAT number so her invoices show it."),
+    (
+        "support",
+        "c-101",
+        "Parcel for order 1182 stuck at the depot",
+        "The agent tracked order 1182 and booked a redelivery for Friday.",
+    ),
+    (
+        "support",
+        "c-102",
+        "Refund for the cracked blender jar",
+        "The agent issued a 49.99 EUR refund for order 1207 after Alice sent a photo.",
+    ),
+    (
+        "support",
+        "c-102",
+        "Alice keeps the blender base",
+        "Only the cracked jar has to be returned; Alice keeps the base.",
+    ),
+    (
+        "billing",
+        "c-201",
+        "Invoice address changed to Berlin",
+        "Alice moved; the agent updated the invoice address for future orders.",
+    ),
+    (
+        "billing",
+        "c-202",
+        "VAT number added to the account",
+        "Alice added a VAT number so her invoices show it.",
+    ),
 ]
 
 
@@ -45,13 +65,22 @@ async def main(tmp: Path) -> None:
 
     async with EpisodicMemory(path=tmp / "store") as mem:
         ids = [
-            await mem.memorize(short_summary=short, long_summary=long, user_id=USER,
-                               agent_id=agent, conversation_id=conv)
+            await mem.memorize(
+                short_summary=short,
+                long_summary=long,
+                user_id=USER,
+                agent_id=agent,
+                conversation_id=conv,
+            )
             for agent, conv, short, long in EPISODES
         ]
-        await mem.memorize(short_summary="Bob asked about opening hours", long_summary="Bob asked "
-                           "when the shop opens; 9:00.", user_id="bob", agent_id="support",
-                           conversation_id="c-900")
+        await mem.memorize(
+            short_summary="Bob asked about opening hours",
+            long_summary="Bob asked when the shop opens; 9:00.",
+            user_id="bob",
+            agent_id="support",
+            conversation_id="c-900",
+        )
         print(f"stored: {await count_all(mem, USER)} for {USER}, 1 for bob")
 
         # 1. Export: one file for every agent of this user.
@@ -71,8 +100,10 @@ async def main(tmp: Path) -> None:
     # 3. Import into a fresh store (another folder, or a server: same call).
     async with EpisodicMemory(path=tmp / "fresh") as fresh:
         report = await fresh.import_(export_file, user_id=USER)
-        print(f"imported {len(report.imported)} episodes into a fresh store: "
-              f"{await count_all(fresh, USER)}")
+        print(
+            f"imported {len(report.imported)} episodes into a fresh store: "
+            f"{await count_all(fresh, USER)}"
+        )
         print(f"same ids as before: {sorted(report.imported) == sorted(ids)}")
         result = await fresh.recall(user_id=USER, agent_id="support", query="blender refund")
         print(f"recall after import: {result['previous_conversations'][0]['short_summary_text']!r}")
@@ -88,13 +119,17 @@ async def main(tmp: Path) -> None:
         try:
             await third.import_(damaged, errors="strict")
         except ImportFileError as exc:
-            print(f"strict: ImportFileError, {len(exc.errors)} bad lines, "
-                  f"{sum((await count_all(third, USER)).values())} imported")
+            print(
+                f"strict: ImportFileError, {len(exc.errors)} bad lines, "
+                f"{sum((await count_all(third, USER)).values())} imported"
+            )
             for number, reason in exc.errors:
                 print(f"  line {number}: {reason}")
         report = await third.import_(damaged, errors="skip")
-        print(f"skip: imported {len(report.imported)}, skipped lines "
-              f"{[number for number, _ in report.skipped]}")
+        print(
+            f"skip: imported {len(report.imported)}, skipped lines "
+            f"{[number for number, _ in report.skipped]}"
+        )
 
 
 if __name__ == "__main__":

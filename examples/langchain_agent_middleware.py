@@ -54,18 +54,31 @@ def main() -> None:
             middleware = EpisodicMemoryMiddleware(memory, agent_id="shop-support")
 
             def agent(*scripted: AIMessage) -> Any:
-                return create_agent(chat_model(*scripted), tools=[track_parcel],
-                                    system_prompt="You are a support agent for an online shop.",
-                                    middleware=[middleware], context_schema=EpisodicContext)
+                return create_agent(
+                    chat_model(*scripted),
+                    tools=[track_parcel],
+                    system_prompt="You are a support agent for an online shop.",
+                    middleware=[middleware],
+                    context_schema=EpisodicContext,
+                )
 
             first = agent(
-                AIMessage("", tool_calls=[{"name": "track_parcel", "args": {"order_id": "1182"}, "id": "t1"}]),
-                AIMessage("Your parcel 1182 is at the Leeds depot; redelivery is booked for Friday."),
-            ).invoke({"messages": [{"role": "user", "content": "Where is my parcel for order 1182?"}]},
-                     context={"user_id": "alice", "conversation_id": "tuesday"})
+                AIMessage(
+                    "",
+                    tool_calls=[{"name": "track_parcel", "args": {"order_id": "1182"}, "id": "t1"}],
+                ),
+                AIMessage(
+                    "Your parcel 1182 is at the Leeds depot; redelivery is booked for Friday."
+                ),
+            ).invoke(
+                {"messages": [{"role": "user", "content": "Where is my parcel for order 1182?"}]},
+                context={"user_id": "alice", "conversation_id": "tuesday"},
+            )
             print("tuesday:", first["messages"][-1].text)
 
-            second = agent(AIMessage("It is at the Leeds depot; the redelivery is on Friday.")).invoke(
+            second = agent(
+                AIMessage("It is at the Leeds depot; the redelivery is on Friday.")
+            ).invoke(
                 {"messages": [{"role": "user", "content": "Any news on my parcel?"}]},
                 context={"user_id": "alice", "conversation_id": "thursday"},
             )

@@ -48,27 +48,41 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         episodes = Episodes(path=folder)
         try:
-            monday = EpisodicMemory(memory=episodes, user_id="alice", agent_id="shop-support",
-                                    conversation_id="monday")
-            chain = ConversationChain(llm=chat_model("Sorry about that! I have issued a refund of "
-                                                     "39 EUR for order 1182."),
-                                      memory=monday, prompt=PROMPT)
+            monday = EpisodicMemory(
+                memory=episodes, user_id="alice", agent_id="shop-support", conversation_id="monday"
+            )
+            chain = ConversationChain(
+                llm=chat_model(
+                    "Sorry about that! I have issued a refund of 39 EUR for order 1182."
+                ),
+                memory=monday,
+                prompt=PROMPT,
+            )
             reply = chain.invoke({"input": "My kettle from order 1182 arrived with a cracked lid."})
             print("monday:", reply["response"])
 
-            thursday = EpisodicMemory(memory=episodes, user_id="alice", agent_id="shop-support",
-                                      conversation_id="thursday")
+            thursday = EpisodicMemory(
+                memory=episodes,
+                user_id="alice",
+                agent_id="shop-support",
+                conversation_id="thursday",
+            )
             question = "Did anything happen about my broken kettle?"
             recalled = thursday.load_memory_variables({"input": question})["recalled_episodes"]
             print("recalled on thursday:")
             print(recalled)
-            chain = ConversationChain(llm=chat_model("Yes: the 39 EUR refund for order 1182 was "
-                                                     "issued on Monday."),
-                                      memory=thursday, prompt=PROMPT)
+            chain = ConversationChain(
+                llm=chat_model("Yes: the 39 EUR refund for order 1182 was issued on Monday."),
+                memory=thursday,
+                prompt=PROMPT,
+            )
             print("thursday:", chain.invoke({"input": question})["response"])
 
             bob = EpisodicMemory(memory=episodes, user_id="bob", agent_id="shop-support")
-            print("bob recalls:", repr(bob.load_memory_variables({"input": question})["recalled_episodes"]))
+            print(
+                "bob recalls:",
+                repr(bob.load_memory_variables({"input": question})["recalled_episodes"]),
+            )
         finally:
             episodes.close()
 

@@ -47,16 +47,23 @@ async def main() -> None:
             chain = (
                 RunnablePassthrough.assign(recalled_episodes=recall)
                 | PROMPT
-                | chat_model("Done: aisle seat, vegetarian meal, Oslo on 3 May.", "Aisle, with a vegetarian meal.")
+                | chat_model(
+                    "Done: aisle seat, vegetarian meal, Oslo on 3 May.",
+                    "Aisle, with a vegetarian meal.",
+                )
             )
 
-            march: RunnableConfig = {"configurable": {"user_id": "alice", "conversation_id": "march"}}
+            march: RunnableConfig = {
+                "configurable": {"user_id": "alice", "conversation_id": "march"}
+            }
             question = "Book Oslo on 3 May, aisle seat, vegetarian meal please."
             answer = await chain.ainvoke({"question": question}, config=march)
             await arecord_exchange(memory, question, answer, agent_id="travel", config=march)
             print("march:", answer.text)
 
-            april: RunnableConfig = {"configurable": {"user_id": "alice", "conversation_id": "april"}}
+            april: RunnableConfig = {
+                "configurable": {"user_id": "alice", "conversation_id": "april"}
+            }
             question = "Same seat and meal as last time for my Rome trip?"
             print("recalled in april:")
             print(await recall.ainvoke({"question": question}, config=april))

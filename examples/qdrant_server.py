@@ -62,7 +62,9 @@ async def round_trip(settings: dict[str, Any]) -> None:
         await mem.memorize(
             short_summary="Asked how to reach the Qdrant server",
             long_summary="The user configured QDRANT_URL and ran the server example.",
-            user_id=user, agent_id="example", conversation_id="c1",
+            user_id=user,
+            agent_id="example",
+            conversation_id="c1",
         )
         result = await mem.recall(user_id=user, agent_id="example", query="Qdrant server")
         print(f"recalled: {result['previous_conversations'][0]['short_summary_text']!r}")

@@ -30,19 +30,33 @@ from episodex import (
 
 TASK = "Set ticket 7 to High priority"
 TICKET = [
-    "[12] button 'Priority dropdown'", "[13] button 'Delete button'", "[14] link 'Back to list'",
-    "[15] textbox 'Comment'", "[16] button 'Save'", "[17] text 'Priority: Low'",
+    "[12] button 'Priority dropdown'",
+    "[13] button 'Delete button'",
+    "[14] link 'Back to list'",
+    "[15] textbox 'Comment'",
+    "[16] button 'Save'",
+    "[17] text 'Priority: Low'",
 ]
 PAGES = {
     "ticket": ("https://helpdesk.example/tickets/7", TICKET),
-    "dropdown": ("https://helpdesk.example/tickets/7", [*TICKET, "[30] option 'High'", "[31] option 'Low'"]),
-    "confirm": ("https://helpdesk.example/tickets/7/delete", ["[40] button 'Confirm delete'", "[41] button 'Cancel'"]),
+    "dropdown": (
+        "https://helpdesk.example/tickets/7",
+        [*TICKET, "[30] option 'High'", "[31] option 'Low'"],
+    ),
+    "confirm": (
+        "https://helpdesk.example/tickets/7/delete",
+        ["[40] button 'Confirm delete'", "[41] button 'Cancel'"],
+    ),
     "deleted": ("https://helpdesk.example/tickets", ["[50] text 'Ticket deleted'"]),
     "done": ("https://helpdesk.example/tickets/7", [*TICKET[:5], "[17] text 'Priority: High'"]),
 }
 MOVES = {
-    ("ticket", "12"): "dropdown", ("ticket", "13"): "confirm", ("dropdown", "30"): "done",
-    ("dropdown", "13"): "confirm", ("confirm", "40"): "deleted", ("confirm", "41"): "ticket",
+    ("ticket", "12"): "dropdown",
+    ("ticket", "13"): "confirm",
+    ("dropdown", "30"): "done",
+    ("dropdown", "13"): "confirm",
+    ("confirm", "40"): "deleted",
+    ("confirm", "41"): "ticket",
 }
 ELEMENT = re.compile(r"^\[(\d+)\] \w+ '(.*)'$")
 HABIT = ["Priority dropdown", "Delete button", "Confirm delete"]  # what the agent clicks unaided
@@ -82,7 +96,9 @@ def choose(env: EnvState, block: str, clicked: set[str]) -> tuple[str, str]:
 
 
 async def attempt(lessons: StepLessonMemory) -> None:
-    episode = await lessons.init_episode("ticket-7", user_id="alice", agent_id="helpdesk-bot", task=TASK)
+    episode = await lessons.init_episode(
+        "ticket-7", user_id="alice", agent_id="helpdesk-bot", task=TASK
+    )
     print(f"=== attempt {episode.rep} ===")
     app, clicked, actions = HelpDesk(), set[str](), list[str]()
     while not app.finished:
@@ -95,7 +111,9 @@ async def attempt(lessons: StepLessonMemory) -> None:
         element_id, text = choose(env, block, clicked)
         clicked.add(text)
         action = f"click('{element_id}')"
-        await lessons.record_step_start(env_pre=env, internal_state=state, action=action, action_element_text=text)
+        await lessons.record_step_start(
+            env_pre=env, internal_state=state, action=action, action_element_text=text
+        )
         app.click(element_id)
         actions.append(action)
     result = await lessons.end_episode(final_env=app.observe())
@@ -123,7 +141,9 @@ async def main() -> None:
             stored = await lessons.load_all_memories_for_session()
             for fmt in ("json", "csv"):
                 same = import_memories(export_memories(stored, fmt), fmt) == stored
-                print(f"{fmt} export: {len(stored)} step memories, round-trip {'ok' if same else 'LOST DATA'}")
+                print(
+                    f"{fmt} export: {len(stored)} step memories, round-trip {'ok' if same else 'LOST DATA'}"
+                )
         finally:
             memory.close()
 

@@ -28,14 +28,47 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_perf_harness_runs_on_a_tiny_store(tmp_path: Path, cache: Path) -> None:
     perf = _harness("perf")
     out = tmp_path / "results"
-    res = perf.main([
-        "--sizes", "40", "--pool", "8", "--queries", "3", "--warmup", "1", "--before-queries", "2",
-        "--peer-queries", "2", "--memory-queries", "2", "--own-queries", "2", "--many", "4",
-        "--single", "2", "--cache", str(cache), "--out", str(out), "--no-progress", "--no-probe",
-    ])
+    res = perf.main(
+        [
+            "--sizes",
+            "40",
+            "--pool",
+            "8",
+            "--queries",
+            "3",
+            "--warmup",
+            "1",
+            "--before-queries",
+            "2",
+            "--peer-queries",
+            "2",
+            "--memory-queries",
+            "2",
+            "--own-queries",
+            "2",
+            "--many",
+            "4",
+            "--single",
+            "2",
+            "--cache",
+            str(cache),
+            "--out",
+            str(out),
+            "--no-progress",
+            "--no-probe",
+        ]
+    )
     lat = res["sizes"]["40"]["latency"]
-    for key in ("embed", "edge.recall", "edge.floor", "edge.engine_min", "edge.own_min", "memory.recall",
-                "peer.LlamaIndex VectorMemoryBlock", "peer.langchain-qdrant hybrid"):
+    for key in (
+        "embed",
+        "edge.recall",
+        "edge.floor",
+        "edge.engine_min",
+        "edge.own_min",
+        "memory.recall",
+        "peer.LlamaIndex VectorMemoryBlock",
+        "peer.langchain-qdrant hybrid",
+    ):
         assert lat[key]["n"] >= 2 and lat[key]["p50_ms"] == lat[key]["p50_ms"], key
     tp = res["sizes"]["40"]["backends"]["edge"]["throughput"]
     assert tp["many_eps"] > 0 and tp["single_ratio"] > 0
@@ -50,9 +83,18 @@ def test_perf_harness_runs_on_a_tiny_store(tmp_path: Path, cache: Path) -> None:
     assert probe["episodes"] == 40 and probe["open_s"] > 0
 
     # The rank-cost harness runs on the store perf.py left behind.
-    ranks = _harness("rank_cost").main([
-        "--store", str(cache / "perf-edge-store"), "--queries", "3", "--repeat", "1", "--out", str(out),
-    ])
+    ranks = _harness("rank_cost").main(
+        [
+            "--store",
+            str(cache / "perf-edge-store"),
+            "--queries",
+            "3",
+            "--repeat",
+            "1",
+            "--out",
+            str(out),
+        ]
+    )
     assert ranks["queries"] == 3 and ranks["p50_ms"]["ranks"] > 0 and ranks["p50_ms"]["lean"] > 0
     assert "with_stream_ranks=False" in (out / "rank_cost.md").read_text()
 
@@ -60,12 +102,27 @@ def test_perf_harness_runs_on_a_tiny_store(tmp_path: Path, cache: Path) -> None:
 def test_recall_quality_harness_scores_the_three_modes(tmp_path: Path, cache: Path) -> None:
     quality = _harness("recall_quality")
     out = tmp_path / "results"
-    payload = quality.main([
-        "--conversations", "conv-26", "--max-turns", "16", "--rrf-k", "60", "--cache", str(cache),
-        "--out", str(out), "--no-progress",
-    ])
+    payload = quality.main(
+        [
+            "--conversations",
+            "conv-26",
+            "--max-turns",
+            "16",
+            "--rrf-k",
+            "60",
+            "--cache",
+            str(cache),
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+    )
     modes = [m["search"] for m in payload["modes"]]
-    assert modes[0].startswith("dense") and modes[1].startswith("BM25") and modes[2].startswith("hybrid")
+    assert (
+        modes[0].startswith("dense")
+        and modes[1].startswith("BM25")
+        and modes[2].startswith("hybrid")
+    )
     assert payload["questions"] > 0
     for res in [*payload["modes"], payload["custom"]]:
         for metric in quality.METRICS:
@@ -85,4 +142,9 @@ def test_recall_quality_scores_one_question_by_hand() -> None:
     s = quality.score(["D1:3", "D2:1", "D1:5", "D3:1", "D3:3", "D4:1"], ["D4:1", "D5:2"])
     assert s == {"turn_any@5": 0.0, "turn_any@10": 1.0, "turn_all@10": 0.0, "session_any@5": 0.0}
     common = _harness("_common")
-    assert common.parse_evidence(["D8:6; D9:17", "D", "D9:1 D4:4"]) == ["D8:6", "D9:17", "D9:1", "D4:4"]
+    assert common.parse_evidence(["D8:6; D9:17", "D", "D9:1 D4:4"]) == [
+        "D8:6",
+        "D9:17",
+        "D9:1",
+        "D4:4",
+    ]

@@ -25,7 +25,16 @@ U, A = "user-1", "agent-1"
 T0 = datetime(2026, 1, 5, 10, 0, tzinfo=UTC)
 
 
-def ep(short: str, long: str | None = None, *, user: str = U, agent: str = A, conv: str = "c1", day: int = 0, **extra: Any) -> dict[str, Any]:
+def ep(
+    short: str,
+    long: str | None = None,
+    *,
+    user: str = U,
+    agent: str = A,
+    conv: str = "c1",
+    day: int = 0,
+    **extra: Any,
+) -> dict[str, Any]:
     return {
         "short_summary": short,
         "long_summary": long or f"In detail: {short}",
@@ -39,10 +48,42 @@ def ep(short: str, long: str | None = None, *, user: str = U, agent: str = A, co
 
 
 CORPUS = [
-    ep("Password reset email never arrived", "The user requested a password reset twice; the email was stuck in spam.", conv="c1", day=0, flows_activated=["login_help"], tools_invoked=["resend_email"], average_user_sentiment=-0.5),
-    ep("Refund issued for damaged blender order 4471", "Order 4471 arrived broken; the agent issued a full refund to the card.", conv="c2", day=3, flows_activated=["refund"], tools_invoked=["lookup_order", "issue_refund"], average_user_sentiment=-0.1),
-    ep("Changed delivery address for order 8812", "The user moved house and asked to ship order 8812 to the new address.", conv="c3", day=7, flows_activated=["shipping"], tools_invoked=["lookup_order", "update_address"], average_user_sentiment=0.4),
-    ep("Asked about the loyalty points balance", "The user wanted to know how many loyalty points they had and how to redeem them.", conv="c3", day=7, flows_activated=["loyalty"], tools_invoked=["points_balance"], average_user_sentiment=0.6),
+    ep(
+        "Password reset email never arrived",
+        "The user requested a password reset twice; the email was stuck in spam.",
+        conv="c1",
+        day=0,
+        flows_activated=["login_help"],
+        tools_invoked=["resend_email"],
+        average_user_sentiment=-0.5,
+    ),
+    ep(
+        "Refund issued for damaged blender order 4471",
+        "Order 4471 arrived broken; the agent issued a full refund to the card.",
+        conv="c2",
+        day=3,
+        flows_activated=["refund"],
+        tools_invoked=["lookup_order", "issue_refund"],
+        average_user_sentiment=-0.1,
+    ),
+    ep(
+        "Changed delivery address for order 8812",
+        "The user moved house and asked to ship order 8812 to the new address.",
+        conv="c3",
+        day=7,
+        flows_activated=["shipping"],
+        tools_invoked=["lookup_order", "update_address"],
+        average_user_sentiment=0.4,
+    ),
+    ep(
+        "Asked about the loyalty points balance",
+        "The user wanted to know how many loyalty points they had and how to redeem them.",
+        conv="c3",
+        day=7,
+        flows_activated=["loyalty"],
+        tools_invoked=["points_balance"],
+        average_user_sentiment=0.6,
+    ),
 ]
 
 
@@ -65,13 +106,26 @@ class EpisodeStoreConformance:
 
     # -- memorize and get ------------------------------------------------------------------
 
-    async def test_memorize_returns_uuid_and_get_returns_every_field(self, memory: EpisodicMemory) -> None:
+    async def test_memorize_returns_uuid_and_get_returns_every_field(
+        self, memory: EpisodicMemory
+    ) -> None:
         meta = {"nested": {"a": [1, 2.5, None, True, "x"]}, "ünïcode": "✓"}
         pid = await memory.memorize(
-            short_summary="s", long_summary="l", user_id=U, agent_id=A, conversation_id="c1",
-            start_index=3, end_index=9, overlap=2, flows_activated=["f"], tools_invoked=["t1", "t2"],
-            timestamp_begin=T0, timestamp_end=T0 + timedelta(minutes=5),
-            average_user_sentiment=-0.5, user_sentiment_variance=0.1, metadata=meta,
+            short_summary="s",
+            long_summary="l",
+            user_id=U,
+            agent_id=A,
+            conversation_id="c1",
+            start_index=3,
+            end_index=9,
+            overlap=2,
+            flows_activated=["f"],
+            tools_invoked=["t1", "t2"],
+            timestamp_begin=T0,
+            timestamp_end=T0 + timedelta(minutes=5),
+            average_user_sentiment=-0.5,
+            user_sentiment_variance=0.1,
+            metadata=meta,
         )
         assert uuid.UUID(pid)
         got = await memory.get(pid, user_id=U, agent_id=A)
@@ -85,7 +139,9 @@ class EpisodeStoreConformance:
 
     async def test_only_summaries_and_ids_are_required(self, memory: EpisodicMemory) -> None:
         before = datetime.now(UTC)
-        pid = await memory.memorize(short_summary="s", long_summary="l", user_id=U, agent_id=A, conversation_id="c")
+        pid = await memory.memorize(
+            short_summary="s", long_summary="l", user_id=U, agent_id=A, conversation_id="c"
+        )
         got = await memory.get(pid, user_id=U, agent_id=A)
         assert before - timedelta(seconds=1) <= got["timestamp_begin"] <= datetime.now(UTC)
         assert got["timestamp_end"] == got["timestamp_begin"]
@@ -95,8 +151,22 @@ class EpisodeStoreConformance:
 
     async def test_memorize_with_existing_point_id_replaces(self, memory: EpisodicMemory) -> None:
         pid = str(uuid.uuid4())
-        await memory.memorize(short_summary="old", long_summary="l", user_id=U, agent_id=A, conversation_id="c", point_id=pid)
-        await memory.memorize(short_summary="new", long_summary="l", user_id=U, agent_id=A, conversation_id="c", point_id=pid)
+        await memory.memorize(
+            short_summary="old",
+            long_summary="l",
+            user_id=U,
+            agent_id=A,
+            conversation_id="c",
+            point_id=pid,
+        )
+        await memory.memorize(
+            short_summary="new",
+            long_summary="l",
+            user_id=U,
+            agent_id=A,
+            conversation_id="c",
+            point_id=pid,
+        )
         assert await memory.count(user_id=U, agent_id=A) == 1
         assert (await memory.get(pid, user_id=U, agent_id=A))["short_summary_text"] == "new"
 
@@ -104,9 +174,13 @@ class EpisodeStoreConformance:
         ids = await memory.memorize_many(CORPUS)
         assert len(ids) == len(set(ids)) == len(CORPUS)
         for pid, src in zip(ids, CORPUS, strict=True):
-            assert (await memory.get(pid, user_id=U, agent_id=A))["short_summary_text"] == src["short_summary"]
+            assert (await memory.get(pid, user_id=U, agent_id=A))["short_summary_text"] == src[
+                "short_summary"
+            ]
 
-    async def test_get_of_another_tenant_is_not_found(self, memory: EpisodicMemory, loaded: list[str]) -> None:
+    async def test_get_of_another_tenant_is_not_found(
+        self, memory: EpisodicMemory, loaded: list[str]
+    ) -> None:
         with pytest.raises(NotFoundError):
             await memory.get(loaded[0], user_id="user-2", agent_id=A)
         with pytest.raises(NotFoundError):
@@ -116,8 +190,15 @@ class EpisodeStoreConformance:
 
     # -- recall ----------------------------------------------------------------------------
 
-    async def test_recall_splits_by_conversation_best_first(self, memory: EpisodicMemory, loaded: list[str]) -> None:
-        res = await memory.recall(user_id=U, agent_id=A, conversation_id="c3", query="where is my order going to be shipped")
+    async def test_recall_splits_by_conversation_best_first(
+        self, memory: EpisodicMemory, loaded: list[str]
+    ) -> None:
+        res = await memory.recall(
+            user_id=U,
+            agent_id=A,
+            conversation_id="c3",
+            query="where is my order going to be shipped",
+        )
         same, prev = res["same_conversation"], res["previous_conversations"]
         assert {i["conversation_id"] for i in same} == {"c3"}
         assert {i["conversation_id"] for i in prev} <= {"c1", "c2"} and prev
@@ -126,72 +207,148 @@ class EpisodeStoreConformance:
             assert scores == sorted(scores, reverse=True)
         assert same[0]["short_summary_text"] == "Changed delivery address for order 8812"
 
-    async def test_recall_items_carry_fields_and_stream_ranks(self, memory: EpisodicMemory, loaded: list[str]) -> None:
-        res = await memory.recall(user_id=U, agent_id=A, conversation_id="c9", query="password reset email")
+    async def test_recall_items_carry_fields_and_stream_ranks(
+        self, memory: EpisodicMemory, loaded: list[str]
+    ) -> None:
+        res = await memory.recall(
+            user_id=U, agent_id=A, conversation_id="c9", query="password reset email"
+        )
         top = res["previous_conversations"][0]
         assert top["point_id"] == loaded[0]
-        for key in ("score", "short_summary_text", "long_summary_text", "user_id", "agent_id", "conversation_id",
-                    "start_index", "end_index", "overlap", "flows_activated", "tools_invoked",
-                    "timestamp_begin", "timestamp_end", "average_user_sentiment", "user_sentiment_variance", "metadata"):
+        for key in (
+            "score",
+            "short_summary_text",
+            "long_summary_text",
+            "user_id",
+            "agent_id",
+            "conversation_id",
+            "start_index",
+            "end_index",
+            "overlap",
+            "flows_activated",
+            "tools_invoked",
+            "timestamp_begin",
+            "timestamp_end",
+            "average_user_sentiment",
+            "user_sentiment_variance",
+            "metadata",
+        ):
             assert key in top
         assert set(top["streams"]) == {"short", "long", "bm25"}
         assert all(v["rank"] == 1 for v in top["streams"].values())
 
-    async def test_fused_score_is_weighted_rrf_of_stream_ranks(self, memory: EpisodicMemory, loaded: list[str]) -> None:
+    async def test_fused_score_is_weighted_rrf_of_stream_ranks(
+        self, memory: EpisodicMemory, loaded: list[str]
+    ) -> None:
         weights = {"short": 0.2, "long": 0.3, "bm25": 0.5}
-        res = await memory.recall(user_id=U, agent_id=A, query="order refund address", rrf_k=10,
-                                  short_weight=weights["short"], long_weight=weights["long"], bm25_weight=weights["bm25"])
+        res = await memory.recall(
+            user_id=U,
+            agent_id=A,
+            query="order refund address",
+            rrf_k=10,
+            short_weight=weights["short"],
+            long_weight=weights["long"],
+            bm25_weight=weights["bm25"],
+        )
         items = res["previous_conversations"]
         assert len(items) == len(CORPUS)
         for item in items:
             ranks = {s: v["rank"] for s, v in item["streams"].items()}
             assert item["score"] == pytest.approx(reference_rrf(ranks, weights, 10), rel=1e-4)
 
-    async def test_recall_without_stream_ranks_returns_the_same_hits(self, memory: EpisodicMemory, loaded: list[str]) -> None:
-        args = {"user_id": U, "agent_id": A, "conversation_id": "c3", "query": "order address refund"}
+    async def test_recall_without_stream_ranks_returns_the_same_hits(
+        self, memory: EpisodicMemory, loaded: list[str]
+    ) -> None:
+        args = {
+            "user_id": U,
+            "agent_id": A,
+            "conversation_id": "c3",
+            "query": "order address refund",
+        }
         full = await memory.recall(**args)
         lean = await memory.recall(**args, with_stream_ranks=False)
         for side in ("same_conversation", "previous_conversations"):
-            assert [(i["point_id"], i["score"]) for i in lean[side]] == [(i["point_id"], i["score"]) for i in full[side]]
-            assert all("streams" not in i for i in lean[side]) and all(i["streams"] for i in full[side])
+            assert [(i["point_id"], i["score"]) for i in lean[side]] == [
+                (i["point_id"], i["score"]) for i in full[side]
+            ]
+            assert all("streams" not in i for i in lean[side]) and all(
+                i["streams"] for i in full[side]
+            )
 
-    async def test_default_weights_lean_on_bm25(self, memory: EpisodicMemory, loaded: list[str]) -> None:
+    async def test_default_weights_lean_on_bm25(
+        self, memory: EpisodicMemory, loaded: list[str]
+    ) -> None:
         res = await memory.recall(user_id=U, agent_id=A, query="order refund address", rrf_k=10)
         weights = {"short": 0.15, "long": 0.15, "bm25": 0.7}
         for item in res["previous_conversations"]:
             ranks = {s: v["rank"] for s, v in item["streams"].items()}
             assert item["score"] == pytest.approx(reference_rrf(ranks, weights, 10), rel=1e-4)
 
-    async def test_recall_never_crosses_user_or_agent(self, memory: EpisodicMemory, loaded: list[str]) -> None:
+    async def test_recall_never_crosses_user_or_agent(
+        self, memory: EpisodicMemory, loaded: list[str]
+    ) -> None:
         for user, agent in ((U, A), ("user-2", A), (U, "agent-2")):
-            res = await memory.recall(user_id=user, agent_id=agent, conversation_id="c1", query="password reset email never arrived")
+            res = await memory.recall(
+                user_id=user,
+                agent_id=agent,
+                conversation_id="c1",
+                query="password reset email never arrived",
+            )
             items = res["same_conversation"] + res["previous_conversations"]
             assert items
             assert {(i["user_id"], i["agent_id"]) for i in items} == {(user, agent)}
         res = await memory.recall(user_id="nobody", agent_id=A, query="password")
         assert res == {"same_conversation": [], "previous_conversations": []}
 
-    async def test_bm25_only_finds_exact_identifiers(self, memory: EpisodicMemory, loaded: list[str]) -> None:
-        res = await memory.recall(user_id=U, agent_id=A, query="8812", short_weight=0, long_weight=0, bm25_weight=1)
+    async def test_bm25_only_finds_exact_identifiers(
+        self, memory: EpisodicMemory, loaded: list[str]
+    ) -> None:
+        res = await memory.recall(
+            user_id=U, agent_id=A, query="8812", short_weight=0, long_weight=0, bm25_weight=1
+        )
         items = res["previous_conversations"]
-        assert [i["short_summary_text"] for i in items] == ["Changed delivery address for order 8812"]
+        assert [i["short_summary_text"] for i in items] == [
+            "Changed delivery address for order 8812"
+        ]
         assert set(items[0]["streams"]) == {"bm25"}
 
-    async def test_dense_only_recall_uses_only_dense_streams(self, memory: EpisodicMemory, loaded: list[str]) -> None:
-        res = await memory.recall(user_id=U, agent_id=A, query="money back for a broken kitchen appliance", bm25_weight=0)
+    async def test_dense_only_recall_uses_only_dense_streams(
+        self, memory: EpisodicMemory, loaded: list[str]
+    ) -> None:
+        res = await memory.recall(
+            user_id=U, agent_id=A, query="money back for a broken kitchen appliance", bm25_weight=0
+        )
         top = res["previous_conversations"][0]
         assert top["short_summary_text"].startswith("Refund issued")
         assert set(top["streams"]) <= {"short", "long"}
 
     async def test_recall_limits(self, memory: EpisodicMemory, loaded: list[str]) -> None:
-        res = await memory.recall(user_id=U, agent_id=A, conversation_id="c3", query="order", same_conversation_limit=1, previous_conversation_limit=1)
+        res = await memory.recall(
+            user_id=U,
+            agent_id=A,
+            conversation_id="c3",
+            query="order",
+            same_conversation_limit=1,
+            previous_conversation_limit=1,
+        )
         assert len(res["same_conversation"]) == 1 and len(res["previous_conversations"]) == 1
-        res = await memory.recall(user_id=U, agent_id=A, conversation_id="c3", query="order", same_conversation_limit=0, previous_conversation_limit=0)
+        res = await memory.recall(
+            user_id=U,
+            agent_id=A,
+            conversation_id="c3",
+            query="order",
+            same_conversation_limit=0,
+            previous_conversation_limit=0,
+        )
         assert res == {"same_conversation": [], "previous_conversations": []}
         res = await memory.recall(user_id=U, agent_id=A, query="order", stage1_limit=1)
-        assert all(v["rank"] == 1 for i in res["previous_conversations"] for v in i["streams"].values())
+        assert all(
+            v["rank"] == 1 for i in res["previous_conversations"] for v in i["streams"].values()
+        )
 
-    async def test_recall_without_conversation_puts_everything_in_previous(self, memory: EpisodicMemory, loaded: list[str]) -> None:
+    async def test_recall_without_conversation_puts_everything_in_previous(
+        self, memory: EpisodicMemory, loaded: list[str]
+    ) -> None:
         res = await memory.recall(user_id=U, agent_id=A, query="order")
         assert res["same_conversation"] == []
         assert len(res["previous_conversations"]) == len(CORPUS)
@@ -199,13 +356,21 @@ class EpisodeStoreConformance:
     @pytest.mark.parametrize(
         "bad",
         [
-            {"query": ""}, {"query": "   "}, {"user_id": ""}, {"agent_id": None},
-            {"previous_conversation_limit": -1}, {"stage1_limit": 0}, {"rrf_k": 0},
-            {"short_weight": 0, "long_weight": 0, "bm25_weight": 0}, {"bm25_weight": float("nan")},
+            {"query": ""},
+            {"query": "   "},
+            {"user_id": ""},
+            {"agent_id": None},
+            {"previous_conversation_limit": -1},
+            {"stage1_limit": 0},
+            {"rrf_k": 0},
+            {"short_weight": 0, "long_weight": 0, "bm25_weight": 0},
+            {"bm25_weight": float("nan")},
             {"short_weight": -1},
         ],
     )
-    async def test_recall_rejects_bad_arguments(self, memory: EpisodicMemory, bad: dict[str, Any]) -> None:
+    async def test_recall_rejects_bad_arguments(
+        self, memory: EpisodicMemory, bad: dict[str, Any]
+    ) -> None:
         args: dict[str, Any] = {"user_id": U, "agent_id": A, "query": "q", **bad}
         with pytest.raises(ValidationError):
             await memory.recall(**args)
@@ -218,12 +383,17 @@ class EpisodeStoreConformance:
         assert await memory.count(user_id="user-2", agent_id=A) == 1
         assert await memory.count(user_id="nobody", agent_id=A) == 0
 
-    async def test_read_recent_newest_first(self, memory: EpisodicMemory, loaded: list[str]) -> None:
+    async def test_read_recent_newest_first(
+        self, memory: EpisodicMemory, loaded: list[str]
+    ) -> None:
         recent = await memory.read_recent(3, user_id=U, agent_id=A)
         ends = [i["timestamp_end"] for i in recent]
         assert len(recent) == 3 and ends == sorted(ends, reverse=True)
         assert recent[-1]["conversation_id"] == "c2"
-        assert [i["conversation_id"] for i in await memory.read_recent(5, user_id=U, agent_id=A, conversation_id="c1")] == ["c1"]
+        assert [
+            i["conversation_id"]
+            for i in await memory.read_recent(5, user_id=U, agent_id=A, conversation_id="c1")
+        ] == ["c1"]
         assert await memory.read_recent(0, user_id=U, agent_id=A) == []
 
     # -- forget ----------------------------------------------------------------------------
@@ -236,7 +406,9 @@ class EpisodeStoreConformance:
         with pytest.raises(NotFoundError):
             await memory.get(loaded[0], user_id=U, agent_id=A)
 
-    async def test_forget_conversation_and_everything(self, memory: EpisodicMemory, loaded: list[str]) -> None:
+    async def test_forget_conversation_and_everything(
+        self, memory: EpisodicMemory, loaded: list[str]
+    ) -> None:
         assert await memory.forget(user_id=U, agent_id=A, conversation_id="c3") == 2
         assert await memory.count(user_id=U, agent_id=A) == len(CORPUS) - 2
         assert await memory.forget(user_id=U, agent_id=A, everything=True) == len(CORPUS) - 2
@@ -244,7 +416,9 @@ class EpisodeStoreConformance:
         assert await memory.count(user_id="user-2", agent_id=A) == 1
         assert await memory.count(user_id=U, agent_id="agent-2") == 1
 
-    async def test_forget_needs_exactly_one_target(self, memory: EpisodicMemory, loaded: list[str]) -> None:
+    async def test_forget_needs_exactly_one_target(
+        self, memory: EpisodicMemory, loaded: list[str]
+    ) -> None:
         with pytest.raises(ValidationError):
             await memory.forget(user_id=U, agent_id=A)
         with pytest.raises(ValidationError):
@@ -253,7 +427,9 @@ class EpisodeStoreConformance:
 
     # -- export and import -----------------------------------------------------------------
 
-    async def test_export_import_round_trip(self, memory: EpisodicMemory, loaded: list[str], tmp_path: Any) -> None:
+    async def test_export_import_round_trip(
+        self, memory: EpisodicMemory, loaded: list[str], tmp_path: Any
+    ) -> None:
         target = tmp_path / "out.jsonl"
         assert await memory.export(target, user_id=U, agent_id=A) == len(CORPUS)
         lines = target.read_text().splitlines()
@@ -267,13 +443,26 @@ class EpisodeStoreConformance:
             item.pop("created_at"), again.pop("created_at")
             assert again == item
 
-    async def test_import_strict_imports_nothing_on_a_bad_line(self, memory: EpisodicMemory, loaded: list[str]) -> None:
+    async def test_import_strict_imports_nothing_on_a_bad_line(
+        self, memory: EpisodicMemory, loaded: list[str]
+    ) -> None:
         buf = io.StringIO()
         await memory.export(buf, user_id=U, agent_id=A)
         await memory.forget(user_id=U, agent_id=A, everything=True)
         lines = buf.getvalue().splitlines()
         lines.insert(1, "{not json")
-        lines.insert(3, json.dumps({"short_summary": "", "long_summary": "x", "user_id": U, "agent_id": A, "conversation_id": "c"}))
+        lines.insert(
+            3,
+            json.dumps(
+                {
+                    "short_summary": "",
+                    "long_summary": "x",
+                    "user_id": U,
+                    "agent_id": A,
+                    "conversation_id": "c",
+                }
+            ),
+        )
         text = "\n".join(lines)
         with pytest.raises(ImportFileError) as info:
             await memory.import_(io.StringIO(text))
@@ -300,6 +489,8 @@ class EpisodeStoreConformance:
 
     async def test_store_records_embedder(self, memory: EpisodicMemory) -> None:
         # The collection exists, so ensure_collection returns the manifest it was created with.
-        stored = memory.engine.ensure_collection(CollectionSpec(name=memory.store.collection, dense={}))
+        stored = memory.engine.ensure_collection(
+            CollectionSpec(name=memory.store.collection, dense={})
+        )
         assert stored["embedder"] == memory.embedder.model_id
         assert stored["dimension"] == memory.embedder.dimension

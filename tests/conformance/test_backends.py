@@ -37,8 +37,12 @@ if os.environ.get("QDRANT_URL"):
         @pytest.fixture
         async def memory(self, embedder) -> AsyncIterator[EpisodicMemory]:
             prefix = f"episodex_test_{uuid.uuid4().hex[:8]}_"
-            mem = EpisodicMemory(url=os.environ["QDRANT_URL"], api_key=os.environ.get("QDRANT_API_KEY"),
-                                 collection_prefix=prefix, embedder=embedder)
+            mem = EpisodicMemory(
+                url=os.environ["QDRANT_URL"],
+                api_key=os.environ.get("QDRANT_API_KEY"),
+                collection_prefix=prefix,
+                embedder=embedder,
+            )
             yield mem
             mem.engine.client.delete_collection(f"{prefix}episodes")  # type: ignore[attr-defined]
             mem.close()

@@ -16,20 +16,55 @@ def run(capsys, *args: str) -> tuple[int, str, str]:
 
 def test_add_recall_export_import_stats_forget(capsys, tmp_path) -> None:
     store = str(tmp_path / "store")
-    code, out, _ = run(capsys, "--path", store, "add", "--user", "u", "--agent", "a", "--conversation", "c1",
-                       "--short", "Refund for order 42", "--long", "User got a refund for order 42",
-                       "--tool", "refund", "--sentiment", "0.5", "--metadata", '{"k": [1]}')
+    code, out, _ = run(
+        capsys,
+        "--path",
+        store,
+        "add",
+        "--user",
+        "u",
+        "--agent",
+        "a",
+        "--conversation",
+        "c1",
+        "--short",
+        "Refund for order 42",
+        "--long",
+        "User got a refund for order 42",
+        "--tool",
+        "refund",
+        "--sentiment",
+        "0.5",
+        "--metadata",
+        '{"k": [1]}',
+    )
     assert code == 0
     pid = out.strip()
-    code, out, _ = run(capsys, "--path", store, "--json", "recall", "--user", "u", "--agent", "a", "order 42 refund")
+    code, out, _ = run(
+        capsys,
+        "--path",
+        store,
+        "--json",
+        "recall",
+        "--user",
+        "u",
+        "--agent",
+        "a",
+        "order 42 refund",
+    )
     assert code == 0
     res = json.loads(out)
     assert res["previous_conversations"][0]["point_id"] == pid
     assert res["previous_conversations"][0]["metadata"] == {"k": [1]}
-    code, out, _ = run(capsys, "--path", store, "recall", "--user", "u", "--agent", "a", "--block", "refund")
+    code, out, _ = run(
+        capsys, "--path", store, "recall", "--user", "u", "--agent", "a", "--block", "refund"
+    )
     assert out.startswith("<recalled_episodes>")
     export = tmp_path / "e.jsonl"
-    assert run(capsys, "--path", store, "export", "--user", "u", "--agent", "a", "-o", str(export))[0] == 0
+    assert (
+        run(capsys, "--path", store, "export", "--user", "u", "--agent", "a", "-o", str(export))[0]
+        == 0
+    )
     assert json.loads(export.read_text())["point_id"] == pid
     code, out, _ = run(capsys, "--path", store, "--json", "stats", "--user", "u", "--agent", "a")
     assert json.loads(out)["top_tools"] == [["refund", 1]]
@@ -44,7 +79,13 @@ def test_add_recall_export_import_stats_forget(capsys, tmp_path) -> None:
 def test_add_from_json_on_stdin(capsys, tmp_path, monkeypatch) -> None:
     import io
 
-    record = {"short_summary": "s", "long_summary": "l", "user_id": "u", "agent_id": "a", "conversation_id": "c"}
+    record = {
+        "short_summary": "s",
+        "long_summary": "l",
+        "user_id": "u",
+        "agent_id": "a",
+        "conversation_id": "c",
+    }
     monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps(record)))
     code, out, _ = run(capsys, "--path", str(tmp_path / "s"), "--json", "add", "--from-json", "-")
     assert code == 0 and "point_id" in json.loads(out)
@@ -53,10 +94,79 @@ def test_add_from_json_on_stdin(capsys, tmp_path, monkeypatch) -> None:
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [
-        (["add", "--user", "u", "--agent", "a", "--conversation", "c", "--short", " ", "--long", "l"], 2, "short_summary"),
-        (["add", "--user", "u", "--agent", "a", "--conversation", "c", "--short", "s", "--long", "l", "--metadata", "{"], 2, "--metadata is not valid JSON"),
-        (["add", "--user", "u", "--agent", "a", "--conversation", "c", "--short", "s", "--long", "l", "--sentiment", "3"], 2, "[-1, 1]"),
-        (["recall", "--user", "u", "--agent", "a", "q", "--short-weight", "0", "--long-weight", "0", "--bm25-weight", "0"], 2, "all 0"),
+        (
+            [
+                "add",
+                "--user",
+                "u",
+                "--agent",
+                "a",
+                "--conversation",
+                "c",
+                "--short",
+                " ",
+                "--long",
+                "l",
+            ],
+            2,
+            "short_summary",
+        ),
+        (
+            [
+                "add",
+                "--user",
+                "u",
+                "--agent",
+                "a",
+                "--conversation",
+                "c",
+                "--short",
+                "s",
+                "--long",
+                "l",
+                "--metadata",
+                "{",
+            ],
+            2,
+            "--metadata is not valid JSON",
+        ),
+        (
+            [
+                "add",
+                "--user",
+                "u",
+                "--agent",
+                "a",
+                "--conversation",
+                "c",
+                "--short",
+                "s",
+                "--long",
+                "l",
+                "--sentiment",
+                "3",
+            ],
+            2,
+            "[-1, 1]",
+        ),
+        (
+            [
+                "recall",
+                "--user",
+                "u",
+                "--agent",
+                "a",
+                "q",
+                "--short-weight",
+                "0",
+                "--long-weight",
+                "0",
+                "--bm25-weight",
+                "0",
+            ],
+            2,
+            "all 0",
+        ),
         (["forget", "--user", "u", "--agent", "a", "--point", "not-a-uuid"], 2, "UUID"),
         (["import", "/no/such/file.jsonl"], 2, "no such file"),
     ],
@@ -68,7 +178,9 @@ def test_errors_have_exit_codes_and_messages(capsys, tmp_path, args, code, messa
 
 def test_bad_import_line_is_reported(capsys, tmp_path) -> None:
     f = tmp_path / "bad.jsonl"
-    f.write_text('{"short_summary": "s", "long_summary": "l", "user_id": "u", "agent_id": "a", "conversation_id": "c"}\n{oops\n')
+    f.write_text(
+        '{"short_summary": "s", "long_summary": "l", "user_id": "u", "agent_id": "a", "conversation_id": "c"}\n{oops\n'
+    )
     code, _, err = run(capsys, "--path", str(tmp_path / "s"), "import", str(f))
     assert code == 2 and "line 2" in err
     code, out, err = run(capsys, "--path", str(tmp_path / "s"), "import", "--skip-errors", str(f))
@@ -84,7 +196,10 @@ def test_usage_error_exit_code(capsys) -> None:
 def test_demo_runs_as_a_command(tmp_path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "episodex", "demo", "--keep", str(tmp_path / "demo")],
-        capture_output=True, text=True, timeout=300, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
     )
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout

@@ -10,8 +10,14 @@ from episodex import EngineError, EpisodicMemory, NotFoundError, ValidationError
 
 
 def _ep(user: str, point_id: str, text: str) -> dict:
-    return {"short_summary": text, "long_summary": text, "user_id": user, "agent_id": "a",
-            "conversation_id": "c", "point_id": point_id}
+    return {
+        "short_summary": text,
+        "long_summary": text,
+        "user_id": user,
+        "agent_id": "a",
+        "conversation_id": "c",
+        "point_id": point_id,
+    }
 
 
 def _twin(point_id: str) -> str:
@@ -47,9 +53,16 @@ async def test_a_uuid_sharing_another_tenants_key_cannot_overwrite_it(tmp_path, 
     with pytest.raises(ValidationError, match="collides in the embedded engine"):
         await mem.memorize_many([_ep("mallory", _twin(victim), "overwrite")])
     with pytest.raises(ValidationError, match="collide in the embedded engine"):
-        await mem.memorize_many([_ep("bob", str(uuid.UUID(int=7)), "x"), _ep("bob", _twin(str(uuid.UUID(int=7))), "y")])
-    assert await mem.count(user_id="mallory", agent_id="a") == 0 and await mem.count(user_id="bob", agent_id="a") == 0
-    assert (await mem.get(victim, user_id="alice", agent_id="a"))["short_summary_text"] == "alice's secret"
+        await mem.memorize_many(
+            [_ep("bob", str(uuid.UUID(int=7)), "x"), _ep("bob", _twin(str(uuid.UUID(int=7))), "y")]
+        )
+    assert (
+        await mem.count(user_id="mallory", agent_id="a") == 0
+        and await mem.count(user_id="bob", agent_id="a") == 0
+    )
+    assert (await mem.get(victim, user_id="alice", agent_id="a"))[
+        "short_summary_text"
+    ] == "alice's secret"
     # Asking for the twin id never returns the point stored under the other id.
     with pytest.raises(NotFoundError):
         await mem.get(_twin(victim), user_id="alice", agent_id="a")

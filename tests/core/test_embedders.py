@@ -20,7 +20,9 @@ from episodex._embedders import fastembed as _embedders
 
 def test_bundled_model_is_offline_normalised_and_semantic(embedder) -> None:
     assert embedder.model_id == DEFAULT_MODEL_ID and embedder.dimension == 384
-    docs = embedder.embed_documents(["I forgot my password", "Reset my login credentials", "The cat sat on the mat"])
+    docs = embedder.embed_documents(
+        ["I forgot my password", "Reset my login credentials", "The cat sat on the mat"]
+    )
     assert docs.shape == (3, 384) and docs.dtype == np.float32
     assert np.allclose(np.linalg.norm(docs, axis=1), 1.0, atol=1e-3)
     sims = docs @ docs.T
@@ -119,15 +121,23 @@ def api_server(embedder):
 @pytest.mark.enable_socket
 @pytest.mark.allow_hosts(["127.0.0.1"])
 def test_openai_compatible_embedder_against_a_loopback_server(api_server, embedder) -> None:
-    emb = OpenAICompatibleEmbedder(base_url=api_server, model="m", dimension=384, api_key="sk-test", batch_size=2)
+    emb = OpenAICompatibleEmbedder(
+        base_url=api_server, model="m", dimension=384, api_key="sk-test", batch_size=2
+    )
     out = emb.embed_documents(["a", "b", "c"])
     assert out.shape == (3, 384)
     assert np.allclose(out, embedder.embed_documents(["a", "b", "c"]), atol=1e-5)
     assert emb.model_id == "openai-compatible:m"
     _EmbeddingsHandler.fail_first = 1  # one 503, then success: retried
-    fast = OpenAICompatibleEmbedder(base_url=api_server, model="m", dimension=384, api_key="sk-test", max_retries=2)
+    fast = OpenAICompatibleEmbedder(
+        base_url=api_server, model="m", dimension=384, api_key="sk-test", max_retries=2
+    )
     assert fast.embed_query("a").shape == (384,)
     with pytest.raises(EmbeddingError, match="401"):
-        OpenAICompatibleEmbedder(base_url=api_server, model="m", dimension=384, api_key="wrong").embed_query("a")
+        OpenAICompatibleEmbedder(
+            base_url=api_server, model="m", dimension=384, api_key="wrong"
+        ).embed_query("a")
     with pytest.raises(EmbeddingError, match="shape"):
-        OpenAICompatibleEmbedder(base_url=api_server, model="m", dimension=12, api_key="sk-test").embed_query("a")
+        OpenAICompatibleEmbedder(
+            base_url=api_server, model="m", dimension=12, api_key="sk-test"
+        ).embed_query("a")

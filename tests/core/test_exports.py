@@ -133,7 +133,9 @@ def undocumented(obj: Any) -> list[str]:
             if name.startswith("_"):
                 continue
             target = value.__func__ if isinstance(value, classmethod | staticmethod) else value
-            if (inspect.isroutine(target) or isinstance(target, property)) and not (target.__doc__ or "").strip():
+            if (inspect.isroutine(target) or isinstance(target, property)) and not (
+                target.__doc__ or ""
+            ).strip():
                 missing.append(name)
     return missing
 

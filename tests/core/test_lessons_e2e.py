@@ -24,20 +24,35 @@ from episodex._lessons.transfer import export_memories, import_memories
 
 TASK = "Set ticket 7 to High priority"
 TICKET = [
-    "[12] button 'Priority dropdown'", "[13] button 'Delete button'", "[14] link 'Back to list'",
-    "[15] textbox 'Comment'", "[16] button 'Save'", "[17] text 'Priority: Low'",
+    "[12] button 'Priority dropdown'",
+    "[13] button 'Delete button'",
+    "[14] link 'Back to list'",
+    "[15] textbox 'Comment'",
+    "[16] button 'Save'",
+    "[17] text 'Priority: Low'",
 ]
 PAGES = {
     "ticket": ("https://helpdesk.test/tickets/7", TICKET),
-    "dropdown": ("https://helpdesk.test/tickets/7", [*TICKET, "[30] option 'High'", "[31] option 'Low'"]),
-    "confirm": ("https://helpdesk.test/tickets/7/delete", ["[40] button 'Confirm delete'", "[41] button 'Cancel'"]),
+    "dropdown": (
+        "https://helpdesk.test/tickets/7",
+        [*TICKET, "[30] option 'High'", "[31] option 'Low'"],
+    ),
+    "confirm": (
+        "https://helpdesk.test/tickets/7/delete",
+        ["[40] button 'Confirm delete'", "[41] button 'Cancel'"],
+    ),
     "deleted": ("https://helpdesk.test/tickets", ["[50] text 'Ticket deleted'"]),
     "done": ("https://helpdesk.test/tickets/7", [*TICKET[:5], "[17] text 'Priority: High'"]),
 }
 MOVES = {
-    ("ticket", "12"): "dropdown", ("ticket", "13"): "confirm",
-    ("dropdown", "30"): "done", ("dropdown", "31"): "ticket", ("dropdown", "12"): "ticket",
-    ("dropdown", "13"): "confirm", ("confirm", "40"): "deleted", ("confirm", "41"): "ticket",
+    ("ticket", "12"): "dropdown",
+    ("ticket", "13"): "confirm",
+    ("dropdown", "30"): "done",
+    ("dropdown", "31"): "ticket",
+    ("dropdown", "12"): "ticket",
+    ("dropdown", "13"): "confirm",
+    ("confirm", "40"): "deleted",
+    ("confirm", "41"): "ticket",
 }
 ELEMENT = re.compile(r"^\[(\d+)\] \w+ '(.*)'$")
 HABIT = ["Priority dropdown", "Delete button", "Confirm delete"]  # what the agent clicks unaided
@@ -109,8 +124,13 @@ async def run_attempt(lessons: StepLessonMemory, session: str) -> Attempt:
         state = f"Task: {TASK}. I am on {env.path} and the ticket shows {env.elements[-1]}."
         block = await lessons.lessons_block(env, state)
         action, target = agent.choose(env, block)
-        await lessons.record_step_start(env_pre=env, internal_state=state, action=action,
-                                        action_element_text=target, think=f"I will click {target}")
+        await lessons.record_step_start(
+            env_pre=env,
+            internal_state=state,
+            action=action,
+            action_element_text=target,
+            think=f"I will click {target}",
+        )
         app.act(action)
         actions.append(action)
         blocks.append(block)
@@ -126,7 +146,11 @@ GRADER = ProgrammaticGrader(
 
 @pytest.fixture(params=["edge", "memory"])
 def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
-    eng = open_engine(path=str(tmp_path / "store")) if request.param == "edge" else open_engine(location=":memory:")
+    eng = (
+        open_engine(path=str(tmp_path / "store"))
+        if request.param == "edge"
+        else open_engine(location=":memory:")
+    )
     yield eng
     eng.close()
 
@@ -166,15 +190,30 @@ async def test_three_attempts_learn_from_graded_steps(engine: Engine, embedder: 
     # The scores behind the block: the exact page first, every lesson above the threshold.
     episode = lessons.episode
     assert episode is not None and episode.rep == 3
-    env, state = HelpDesk().observe(), f"Task: {TASK}. I am on /tickets/7 and the ticket shows {TICKET[-1]}."
+    env, state = (
+        HelpDesk().observe(),
+        f"Task: {TASK}. I am on /tickets/7 and the ticket shows {TICKET[-1]}.",
+    )
     found = await lessons.retrieve_memories(env, state, final_k=10)
     assert found[0].memory.action == "click('12')" and found[0].env_score == 1.0
     assert all(r.env_score >= 0.7 and 0 < r.state_score <= 1.0 + 1e-6 for r in found)
-    assert len({(r.memory.action, r.memory.action_element_text) for r in found}) == len(found)  # deduped
+    assert len({(r.memory.action, r.memory.action_element_text) for r in found}) == len(
+        found
+    )  # deduped
 
     # Exports round-trip, and an imported copy answers the same in a fresh store.
-    everything = await lessons.load_all_memories_for_session("ticket-7", user_id="u1", agent_id="helpdesk-bot")
-    assert [(m.rep, m.step_num) for m in everything] == [(1, 1), (1, 2), (1, 3), (2, 1), (2, 2), (3, 1), (3, 2)]
+    everything = await lessons.load_all_memories_for_session(
+        "ticket-7", user_id="u1", agent_id="helpdesk-bot"
+    )
+    assert [(m.rep, m.step_num) for m in everything] == [
+        (1, 1),
+        (1, 2),
+        (1, 3),
+        (2, 1),
+        (2, 2),
+        (3, 1),
+        (3, 2),
+    ]
     for fmt in ("json", "csv"):
         assert import_memories(export_memories(everything, fmt), fmt) == everything  # type: ignore[arg-type]
     block = await lessons.lessons_block(env, state)
@@ -184,7 +223,9 @@ async def test_three_attempts_learn_from_graded_steps(engine: Engine, embedder: 
     try:
         copy = StepLessonMemory(copy_engine, embedder, grader=GRADER)
         await copy.store_memories(import_memories(export_memories(everything, "csv"), "csv"))
-        await copy.init_episode("ticket-7", user_id="u1", agent_id="helpdesk-bot", run_id=episode.run_id)
+        await copy.init_episode(
+            "ticket-7", user_id="u1", agent_id="helpdesk-bot", run_id=episode.run_id
+        )
         assert await copy.lessons_block(env, state) == block
     finally:
         copy_engine.close()

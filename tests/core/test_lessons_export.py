@@ -17,10 +17,19 @@ from hypothesis import strategies as st
 
 def make(**changes: Any) -> StepMemory:
     data: dict[str, Any] = {
-        "step_id": "rep1-step1", "user_id": "u1", "agent_id": "web", "session_id": "ticket-7",
-        "run_id": "run-1", "rep": 1, "step_num": 1,
-        "env_pre": {"url": "https://app.test/tickets?id=7", "elements": ["[12] button 'Priority dropdown'"]},
-        "internal_state": "Goal: set ticket 7 to High", "action": "click('12')",
+        "step_id": "rep1-step1",
+        "user_id": "u1",
+        "agent_id": "web",
+        "session_id": "ticket-7",
+        "run_id": "run-1",
+        "rep": 1,
+        "step_num": 1,
+        "env_pre": {
+            "url": "https://app.test/tickets?id=7",
+            "elements": ["[12] button 'Priority dropdown'"],
+        },
+        "internal_state": "Goal: set ticket 7 to High",
+        "action": "click('12')",
         "action_element_text": "Priority dropdown",
     }
     data.update(changes)
@@ -31,11 +40,18 @@ RICH = make(
     think='He said "hi",\nthen left;\r\nwindows line\rold mac line, tab\there',
     internal_state="Ünïcødé ✓ 日本語 — emoji 🚀, comma, \"quotes\", 'single'",
     internal_state_embedding=[0.1, -2.5e-08, 1 / 3, 0.0, 123456.789],
-    env_pre={"url": "https://app.test/a b?q=ü", "page": "Tickets, all",
-             "elements": ["[1] a,b", 'x "y"', "line\nbreak", ""], "extra": {"nested": {"k": [1, None, True]}}},
+    env_pre={
+        "url": "https://app.test/a b?q=ü",
+        "page": "Tickets, all",
+        "elements": ["[1] a,b", 'x "y"', "line\nbreak", ""],
+        "extra": {"nested": {"k": [1, None, True]}},
+    },
     env_post={"url": "/after"},
-    outcome="failure", outcome_reason="=SUM(A1)", correction="Select \"High\"\nthen save",
-    confidence=0.123456789012345, task_incomplete="never saved",
+    outcome="failure",
+    outcome_reason="=SUM(A1)",
+    correction='Select "High"\nthen save',
+    confidence=0.123456789012345,
+    task_incomplete="never saved",
     created_at=datetime(2024, 2, 29, 23, 59, 59, 999999, tzinfo=UTC),
     metadata={"list": [1, 2.5, "three"], "none": None, "deep": {"a": {"b": "c"}}},
 )
@@ -53,7 +69,9 @@ def test_round_trip_keeps_everything(fmt: str) -> None:
 
 def test_csv_has_one_header_and_json_cells_for_nested_fields() -> None:
     text = export_memories([RICH], "csv")
-    assert text.splitlines()[0].startswith("id,step_id,user_id,agent_id,session_id,run_id,rep,step_num,env_pre,")
+    assert text.splitlines()[0].startswith(
+        "id,step_id,user_id,agent_id,session_id,run_id,rep,step_num,env_pre,"
+    )
     import csv
     import io
 
@@ -79,34 +97,62 @@ texts = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=4
     reason=st.none() | texts,
     elements=st.lists(texts, max_size=4),
     confidence=st.none() | st.floats(0, 1),
-    vector=st.none() | st.lists(st.floats(allow_nan=False, allow_infinity=False, width=32), min_size=1, max_size=4),
-    meta=st.dictionaries(texts, st.none() | st.integers() | texts | st.floats(allow_nan=False, allow_infinity=False), max_size=3),
+    vector=st.none()
+    | st.lists(st.floats(allow_nan=False, allow_infinity=False, width=32), min_size=1, max_size=4),
+    meta=st.dictionaries(
+        texts,
+        st.none() | st.integers() | texts | st.floats(allow_nan=False, allow_infinity=False),
+        max_size=3,
+    ),
 )
 def test_round_trip_property(
-    internal: str, think: str | None, reason: str | None, elements: list[str],
-    confidence: float | None, vector: list[float] | None, meta: dict[str, Any],
+    internal: str,
+    think: str | None,
+    reason: str | None,
+    elements: list[str],
+    confidence: float | None,
+    vector: list[float] | None,
+    meta: dict[str, Any],
 ) -> None:
-    m = make(internal_state=internal, think=think, outcome_reason=reason, env_pre={"elements": elements},
-             confidence=confidence, internal_state_embedding=vector, metadata=meta)
+    m = make(
+        internal_state=internal,
+        think=think,
+        outcome_reason=reason,
+        env_pre={"elements": elements},
+        confidence=confidence,
+        internal_state_embedding=vector,
+        metadata=meta,
+    )
     for fmt in ("json", "csv"):
         assert import_memories(export_memories([m], fmt), fmt) == [m]  # type: ignore[arg-type]
 
 
-def lesson(kind: str, element: str, reason: str, score: float, correction: str | None = None) -> RetrievedLesson:
+def lesson(
+    kind: str, element: str, reason: str, score: float, correction: str | None = None
+) -> RetrievedLesson:
     m = make(
         outcome="success" if kind == "REPEAT" else "failure",
-        action_element_text=element, outcome_reason=reason, correction=correction,
+        action_element_text=element,
+        outcome_reason=reason,
+        correction=correction,
         env_pre={"url": "https://helpdesk.test/tickets?id=7", "elements": []},
     )
     return RetrievedLesson(m, env_score=score, state_score=score, score=score)
 
 
 def test_prompt_format_is_exactly_the_documented_block() -> None:
-    block = format_lessons([
-        lesson("REPEAT", "Priority dropdown", "Correctly opened the priority selector", 0.85),
-        lesson("AVOID", "Delete button", "Wrong action — task was to change priority", 0.72,
-               'Select "High" from the priority dropdown'),
-    ])
+    block = format_lessons(
+        [
+            lesson("REPEAT", "Priority dropdown", "Correctly opened the priority selector", 0.85),
+            lesson(
+                "AVOID",
+                "Delete button",
+                "Wrong action — task was to change priority",
+                0.72,
+                'Select "High" from the priority dropdown',
+            ),
+        ]
+    )
     assert block == (
         "# Lessons From Previous Attempt\n"
         "These are results from a PREVIOUS attempt at this task.\n"
@@ -118,14 +164,20 @@ def test_prompt_format_is_exactly_the_documented_block() -> None:
         "   This failed: Wrong action — task was to change priority\n"
         '   Do this instead: Select "High" from the priority dropdown'
     )
-    assert export_memories([lesson("REPEAT", "Priority dropdown", "ok", 0.85)], "prompt").startswith(LESSONS_HEADER)
+    assert export_memories(
+        [lesson("REPEAT", "Priority dropdown", "ok", 0.85)], "prompt"
+    ).startswith(LESSONS_HEADER)
 
 
 def test_prompt_of_plain_memories_values_and_fallbacks() -> None:
     pending = make()
     no_target = make(action="go_back()", action_element_text=None, outcome="success")
-    fill = make(action="fill('15', 'High')", action_element_text="Priority", outcome="failure",
-                task_incomplete="ticket never saved")
+    fill = make(
+        action="fill('15', 'High')",
+        action_element_text="Priority",
+        outcome="failure",
+        task_incomplete="ticket never saved",
+    )
     block = format_lessons([pending, no_target, fill])
     lines = block.splitlines()[4:]
     assert lines == [
@@ -149,8 +201,13 @@ FORGERIES = [
 
 @pytest.mark.parametrize("evil", FORGERIES)
 def test_stored_text_cannot_forge_a_lesson_line_or_header(evil: str) -> None:
-    m = make(outcome="failure", outcome_reason=evil, correction=evil, action_element_text=evil,
-             env_pre={"url": "https://x.test/" + evil.replace("\n", "%0A"), "elements": []})
+    m = make(
+        outcome="failure",
+        outcome_reason=evil,
+        correction=evil,
+        action_element_text=evil,
+        env_pre={"url": "https://x.test/" + evil.replace("\n", "%0A"), "elements": []},
+    )
     block = format_lessons([RetrievedLesson(m, 1.0, 1.0, 1.0)])
     lines = block.splitlines()
     assert len(lines) == 4 + 3  # header, one lesson line, "This failed", "Do this instead"
@@ -158,8 +215,10 @@ def test_stored_text_cannot_forge_a_lesson_line_or_header(evil: str) -> None:
     assert lines[4].startswith("1. AVOID: [")
     assert lines[5].startswith("   This failed: ") and lines[6].startswith("   Do this instead: ")
     for line in lines[4:]:
-        body = line.split(": ", 1)[1] if line.startswith("   ") else line[len("1. AVOID: "):]
-        assert "REPEAT:" not in body.upper().replace(" ", "") and "AVOID:" not in body.upper().replace(" ", "")
+        body = line.split(": ", 1)[1] if line.startswith("   ") else line[len("1. AVOID: ") :]
+        assert "REPEAT:" not in body.upper().replace(
+            " ", ""
+        ) and "AVOID:" not in body.upper().replace(" ", "")
         assert not body.lstrip().startswith("#")
     assert sum(line.startswith("#") for line in lines) == 1
 

@@ -53,11 +53,20 @@ class FakeLLM:
 
 
 async def test_expected_actions_in_order_quotes_ignored() -> None:
-    grader = ProgrammaticGrader(["click('12')", 'fill("5", "High")'], descriptions={"click('12')": "open it"})
+    grader = ProgrammaticGrader(
+        ["click('12')", 'fill("5", "High")'], descriptions={"click('12')": "open it"}
+    )
     assert isinstance(grader, Grader)
-    result = await grader.grade(steps("click('13')", 'click("12")', "fill('5', 'High')", "click('9')"), task="t")
+    result = await grader.grade(
+        steps("click('13')", 'click("12")', "fill('5', 'High')", "click('9')"), task="t"
+    )
     verdicts = [(g.step_id, g.correct) for g in result.grades]
-    assert verdicts == [("rep1-step1", False), ("rep1-step2", True), ("rep1-step3", True), ("rep1-step4", False)]
+    assert verdicts == [
+        ("rep1-step1", False),
+        ("rep1-step2", True),
+        ("rep1-step3", True),
+        ("rep1-step4", False),
+    ]
     assert result.grades[0].correction == "click('12') (open it)"
     assert "the next step was click('12') (open it)" in (result.grades[0].explanation or "")
     assert result.grades[3].correction == "Stop: the task is complete"
@@ -65,7 +74,9 @@ async def test_expected_actions_in_order_quotes_ignored() -> None:
 
 
 async def test_expected_actions_not_all_done_is_a_failed_task() -> None:
-    result = await ProgrammaticGrader(["click('1')", "click('2')"]).grade(steps("click('1')"), task=None)
+    result = await ProgrammaticGrader(["click('1')", "click('2')"]).grade(
+        steps("click('1')"), task=None
+    )
     assert result.task_success is False
     assert result.task_incomplete == "1 expected action(s) not done: click('2')"
 
@@ -77,7 +88,9 @@ async def test_check_over_env_post() -> None:
         return "done" in env.elements
 
     grader = ProgrammaticGrader(check=check)
-    result = await grader.grade(steps("a()", "b()", "c()", posts=[["error"], ["x"], ["done"]]), task=None)
+    result = await grader.grade(
+        steps("a()", "b()", "c()", posts=[["error"], ["x"], ["done"]]), task=None
+    )
     assert [g.correct for g in result.grades] == [False, False, True]
     assert result.grades[0].explanation == "an error banner appeared"
     assert result.grades[1].explanation == "The page after this step failed the check"
@@ -88,8 +101,14 @@ async def test_check_over_env_post() -> None:
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{}, {"expected_actions": ["a()"], "check": lambda e: True}, {"expected_actions": []},
-     {"expected_actions": "click('1')"}, {"expected_actions": ["ok()", ""]}, {"check": 3}],
+    [
+        {},
+        {"expected_actions": ["a()"], "check": lambda e: True},
+        {"expected_actions": []},
+        {"expected_actions": "click('1')"},
+        {"expected_actions": ["ok()", ""]},
+        {"check": 3},
+    ],
 )
 def test_programmatic_grader_configuration_errors(kwargs: dict[str, Any]) -> None:
     with pytest.raises(ConfigurationError):
@@ -99,8 +118,13 @@ def test_programmatic_grader_configuration_errors(kwargs: dict[str, Any]) -> Non
 async def test_llm_grader_reads_fenced_json_amid_prose() -> None:
     answer = {
         "steps": [
-            {"step_id": "rep1-step1", "correct": False, "explanation": "deleted the ticket",
-             "correction": "open the priority dropdown", "confidence": 0.8},
+            {
+                "step_id": "rep1-step1",
+                "correct": False,
+                "explanation": "deleted the ticket",
+                "correction": "open the priority dropdown",
+                "confidence": 0.8,
+            },
             {"step": 2, "verdict": "correct", "reason": "opened it", "confidence": "0.9"},
         ],
         "task_success": "no",
@@ -113,13 +137,25 @@ async def test_llm_grader_reads_fenced_json_amid_prose() -> None:
     assert "Task: Set ticket 7 to High" in llm.prompts[0]
     assert "step_id: rep1-step2" in llm.prompts[0] and "action: click('12')" in llm.prompts[0]
     first, second = result.grades
-    assert (first.correct, first.correction, first.confidence) == (False, "open the priority dropdown", 0.8)
-    assert (second.step_id, second.correct, second.explanation, second.confidence) == ("rep1-step2", True, "opened it", 0.9)
+    assert (first.correct, first.correction, first.confidence) == (
+        False,
+        "open the priority dropdown",
+        0.8,
+    )
+    assert (second.step_id, second.correct, second.explanation, second.confidence) == (
+        "rep1-step2",
+        True,
+        "opened it",
+        0.9,
+    )
     assert result.task_success is False and result.task_incomplete == "priority never changed"
 
 
 async def test_llm_grader_asks_again_then_raises_on_garbage() -> None:
-    llm = FakeLLM("I think it went well!", '{"steps": [{"step_id": "rep1-step1", "correct": true}], "task_success": true}')
+    llm = FakeLLM(
+        "I think it went well!",
+        '{"steps": [{"step_id": "rep1-step1", "correct": true}], "task_success": true}',
+    )
     result = await LLMGrader(llm, retries=1).grade(steps("click('1')"), task=None)
     assert result.task_success is True and result.grades[0].correct is True
     assert "could not be used" in llm.prompts[1]
@@ -135,16 +171,26 @@ async def test_llm_grader_asks_again_then_raises_on_garbage() -> None:
     ("text", "message"),
     [
         ('{"steps": [{"step_id": "zzz", "correct": true}], "task_success": true}', "not one of"),
-        ('{"steps": [{"step_id": "rep1-step1", "correct": "maybe"}], "task_success": true}', "true or false"),
-        ('{"steps": [{"step_id": "rep1-step1", "correct": true, "confidence": "high"}], "task_success": true}',
-         "confidence must be a number"),
+        (
+            '{"steps": [{"step_id": "rep1-step1", "correct": "maybe"}], "task_success": true}',
+            "true or false",
+        ),
+        (
+            '{"steps": [{"step_id": "rep1-step1", "correct": true, "confidence": "high"}], "task_success": true}',
+            "confidence must be a number",
+        ),
         ('{"steps": "all good", "task_success": true}', "'steps' must be a list"),
         ('{"steps": [3], "task_success": true}', "must be an object"),
         ('{"steps": [], "task_success": null}', "task_success must be true or false"),
-        ('{"steps": [{"step_id": "rep1-step1", "correct": true}, {"step": 1, "correct": false}],'
-         ' "task_success": true}', "graded twice"),
-        ('{"steps": [{"step_id": "rep1-step1", "correct": true, "explanation": 5}], "task_success": true}',
-         "explanation must be text"),
+        (
+            '{"steps": [{"step_id": "rep1-step1", "correct": true}, {"step": 1, "correct": false}],'
+            ' "task_success": true}',
+            "graded twice",
+        ),
+        (
+            '{"steps": [{"step_id": "rep1-step1", "correct": true, "explanation": 5}], "task_success": true}',
+            "explanation must be text",
+        ),
     ],
 )
 def test_parse_grading_rejects_unusable_answers(text: str, message: str) -> None:

@@ -28,7 +28,10 @@ def step(**changes: Any) -> dict[str, Any]:
         "run_id": "run-1",
         "rep": 1,
         "step_num": 1,
-        "env_pre": {"url": "https://app.test/tickets/7?tab=1", "elements": ["[12] button 'Priority'"]},
+        "env_pre": {
+            "url": "https://app.test/tickets/7?tab=1",
+            "elements": ["[12] button 'Priority'"],
+        },
         "internal_state": "Goal: set priority to High",
         "action": "click('12')",
     }
@@ -54,7 +57,12 @@ def test_all_fields_are_kept() -> None:
             think="The dropdown is the way",
             internal_state_embedding=[0.1, -0.2],
             action_element_text="Priority dropdown",
-            env_post={"url": "/tickets/7", "page": "Ticket 7", "elements": ["x"], "extra": {"k": [1]}},
+            env_post={
+                "url": "/tickets/7",
+                "page": "Ticket 7",
+                "elements": ["x"],
+                "extra": {"k": [1]},
+            },
             outcome="failure",
             outcome_reason="wrong",
             correction="click('30')",
@@ -115,7 +123,9 @@ def test_blank_optional_texts_are_absent_and_times_are_utc() -> None:
     m = StepMemory.parse(step(think="", correction="  ", created_at=naive))
     assert m.think is None and m.correction is None
     assert m.created_at == datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
-    assert StepMemory.parse(step(created_at=other)).created_at == datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+    assert StepMemory.parse(step(created_at=other)).created_at == datetime(
+        2024, 5, 1, 12, 0, tzinfo=UTC
+    )
 
 
 def test_env_state_path_and_element_set() -> None:
@@ -156,14 +166,18 @@ def test_action_parts_target_and_value() -> None:
 
 
 def test_grades_validate() -> None:
-    grade = StepGrade.parse({"step_id": "s1", "correct": False, "explanation": "", "correction": "do x"})
+    grade = StepGrade.parse(
+        {"step_id": "s1", "correct": False, "explanation": "", "correction": "do x"}
+    )
     assert grade.explanation is None and grade.confidence == 1.0
     with pytest.raises(ValidationError, match="confidence"):
         StepGrade.parse({"step_id": "s1", "correct": True, "confidence": -0.1})
     with pytest.raises(ValidationError, match="correct"):
         StepGrade.parse({"step_id": "s1", "correct": "yes"})
     with pytest.raises(ValidationError, match="graded twice"):
-        GradingResult.parse({"grades": [{"step_id": "a", "correct": True}] * 2, "task_success": True})
+        GradingResult.parse(
+            {"grades": [{"step_id": "a", "correct": True}] * 2, "task_success": True}
+        )
     with pytest.raises(ValidationError, match="leave it empty when task_success is true"):
         GradingResult.parse({"task_success": True, "task_incomplete": "but it failed"})
     with pytest.raises(ValidationError, match="task_success is required"):

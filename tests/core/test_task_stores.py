@@ -26,15 +26,36 @@ from episodex._tasks.store import episode_point_id
 T0 = datetime(2024, 3, 1, 8, 0, tzinfo=UTC)
 
 CORPUS = [
-    ("t-miles", "Convert 3 miles to kilometres", "4.83 km", {"user": "u1", "tags": ["units"], "run": {"id": 7}}),
-    ("t-sales", "Summarise the quarterly sales report for the board", "Revenue grew 5%", {"user": "u2", "urgent": "yes"}),
-    ("t-french", "Translate 'good morning' into French", "bonjour", {"user": "u1", "tags": ["language"]}),
+    (
+        "t-miles",
+        "Convert 3 miles to kilometres",
+        "4.83 km",
+        {"user": "u1", "tags": ["units"], "run": {"id": 7}},
+    ),
+    (
+        "t-sales",
+        "Summarise the quarterly sales report for the board",
+        "Revenue grew 5%",
+        {"user": "u2", "urgent": "yes"},
+    ),
+    (
+        "t-french",
+        "Translate 'good morning' into French",
+        "bonjour",
+        {"user": "u1", "tags": ["language"]},
+    ),
     ("t-recipe", "Find a vegetarian lasagne recipe", "Spinach and ricotta lasagne", {"user": "u3"}),
 ]
 
 
-def episode(i: int, task_id: str, instruction: str, result: str, metadata: dict[str, object] | None = None,
-            **extra: object) -> Episode:
+def episode(
+    i: int,
+    task_id: str,
+    instruction: str,
+    result: str,
+    metadata: dict[str, object] | None = None,
+    **extra: object,
+) -> Episode:
     task = Task(id_=task_id, instruction=instruction)
     return Episode(
         id_=f"e-{task_id}",
@@ -65,11 +86,15 @@ def close(store: object) -> None:
 
 
 @pytest.fixture(scope="module")
-def shared_qdrant(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, QdrantMemoryStore]]:
+def shared_qdrant(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[dict[str, QdrantMemoryStore]]:
     # Creating an Edge collection takes about a second, so each engine is opened once per
     # module and emptied before each test.
     stores = {
-        "edge": QdrantMemoryStore(path=tmp_path_factory.mktemp("edge"), embedder=default_embedder()),
+        "edge": QdrantMemoryStore(
+            path=tmp_path_factory.mktemp("edge"), embedder=default_embedder()
+        ),
         "memory": QdrantMemoryStore(location=":memory:", embedder=default_embedder()),
     }
     yield stores
@@ -124,8 +149,13 @@ async def test_write_count_and_read_recent_newest_first(filled: BaseMemoryStore)
 
 async def test_read_back_equals_what_was_written(store: BaseMemoryStore) -> None:
     ep = episode(
-        0, "t-full", "Book a table for two", "Booked at 19:00", {"user": "u1", "n": [1, 2]},
-        additional_data={"reflection": "Ask for the time first."}, error=None,
+        0,
+        "t-full",
+        "Book a table for two",
+        "Booked at 19:00",
+        {"user": "u1", "n": [1, 2]},
+        additional_data={"reflection": "Ask for the time first."},
+        error=None,
     )
     await store.write(ep)
     assert (await store.read_recent(1))[0] == ep
@@ -139,13 +169,19 @@ async def test_writing_the_same_task_again_replaces_its_episode(filled: BaseMemo
     await filled.write(again)
     assert await filled.count() == 4
     newest = (await filled.read_recent(1))[0]
-    assert newest.id_ == "e-new" and newest.result is not None and newest.result.content == "4.828 km"
+    assert (
+        newest.id_ == "e-new" and newest.result is not None and newest.result.content == "4.828 km"
+    )
     with pytest.raises(EpisodeNotFoundError):
         await filled.delete("e-t-miles")  # the replaced episode is gone
 
 
-async def test_an_episode_id_moved_to_another_task_is_not_duplicated(filled: BaseMemoryStore) -> None:
-    moved = episode(9, "t-other", "Convert 5 miles to kilometres", "8.05 km").replace(id_="e-t-miles")
+async def test_an_episode_id_moved_to_another_task_is_not_duplicated(
+    filled: BaseMemoryStore,
+) -> None:
+    moved = episode(9, "t-other", "Convert 5 miles to kilometres", "8.05 km").replace(
+        id_="e-t-miles"
+    )
     await filled.write(moved)
     assert await filled.count() == 4
     assert "t-miles" not in ids(await filled.read_recent(10))
@@ -159,12 +195,20 @@ async def test_search_ranks_the_relevant_episode_first(filled: BaseMemoryStore) 
 
 
 async def test_search_filters_on_metadata(filled: BaseMemoryStore) -> None:
-    assert set(ids(await filled.search("convert translate summarise find", k=4, filter={"user": "u1"}))) <= {
-        "t-miles", "t-french",
+    assert set(
+        ids(await filled.search("convert translate summarise find", k=4, filter={"user": "u1"}))
+    ) <= {
+        "t-miles",
+        "t-french",
     }
-    assert ids(await filled.search("Translate into French", k=4, filter={"user": "u1"}))[0] == "t-french"
+    assert (
+        ids(await filled.search("Translate into French", k=4, filter={"user": "u1"}))[0]
+        == "t-french"
+    )
     assert await filled.search("Translate into French", k=4, filter={"user": "nobody"}) == []
-    assert ids(await filled.search("miles", k=4, filter={"tags": ["units", "other"]})) == ["t-miles"]
+    assert ids(await filled.search("miles", k=4, filter={"tags": ["units", "other"]})) == [
+        "t-miles"
+    ]
     assert ids(await filled.search("miles", k=4, filter={"run.id": 7})) == ["t-miles"]
     assert ids(await filled.search("sales report", k=4, filter={"urgent": "yes"})) == ["t-sales"]
     with pytest.raises(ValidationError, match="boolean"):
@@ -379,8 +423,11 @@ async def test_qdrant_store_shares_an_episodic_memory_folder(tmp_path: Path) -> 
         assert store.engine is memory.engine and store.embedder is memory.embedder
         await store.write(corpus()[0])
         await memory.memorize(
-            short_summary="Asked about a refund", long_summary="The user asked for a refund.",
-            user_id="u1", agent_id="a", conversation_id="c1",
+            short_summary="Asked about a refund",
+            long_summary="The user asked for a refund.",
+            user_id="u1",
+            agent_id="a",
+            conversation_id="c1",
         )
         assert await store.count() == 1
         assert await memory.count(user_id="u1", agent_id="a") == 1
@@ -418,7 +465,9 @@ async def test_qdrant_search_modes_and_plan_filters(tmp_path: Path) -> None:
         assert ids(await store.search(q, k=1, mode="dense"))[0] == "t-miles"
         assert ids(await store.search(q, k=1, mode="bm25")) == ["t-miles"]
         assert ids(await store.search(q, k=1, bm25_weight=0)) == ["t-miles"]
-        assert ids(await store.search(q, k=4, filter=Filter(must=(Match("task_id", "t-sales"),)))) == ["t-sales"]
+        assert ids(
+            await store.search(q, k=4, filter=Filter(must=(Match("task_id", "t-sales"),)))
+        ) == ["t-sales"]
         dense_high = await store.search(q, k=4, mode="dense", score_threshold=0.99)
         assert dense_high == []
         # Only stopwords: BM25 has nothing, the dense stream still answers.

@@ -58,7 +58,16 @@ def test_every_field_can_be_shown() -> None:
     ep = make(error="TimeoutError: slow", result=None)
     root = ET.fromstring(ep.format(include=list(EPISODE_FIELDS)))
     names = [child.tag for child in root]
-    assert names == ["id_", "task_id", "instruction", "rollout", "reflection", "error", "metadata", "completed_at"]
+    assert names == [
+        "id_",
+        "task_id",
+        "instruction",
+        "rollout",
+        "reflection",
+        "error",
+        "metadata",
+        "completed_at",
+    ]
     assert root.findtext("metadata") == '{"user": "u1"}'
 
 
@@ -89,7 +98,18 @@ def test_xml_escapes_text_so_it_cannot_close_the_block() -> None:
 
 @pytest.mark.parametrize(
     "key",
-    ["episode", "recalled_episodes", "result", "instruction", "a b", "1st", "x>y", "xmlthing", "", "é"],
+    [
+        "episode",
+        "recalled_episodes",
+        "result",
+        "instruction",
+        "a b",
+        "1st",
+        "x>y",
+        "xmlthing",
+        "",
+        "é",
+    ],
 )
 def test_additional_data_keys_must_be_safe_element_names(key: str) -> None:
     with pytest.raises(ValidationError, match="additional_data"):

@@ -8,10 +8,28 @@ from episodex._common.errors import UnknownTagError, ValidationError
 from episodex._working.memory import MemKey, MemoryEntry, WorkingMemory
 
 FRAMEWORK_KEYS = {
-    "available_actions", "action", "next_planned_action", "observation", "raw_action_output",
-    "reward", "task_category", "thought", "reflection", "subproblem", "diverse_next_actions",
-    "db_query", "rag_retrieval", "search_query", "search_link", "search_snippet", "search_summary",
-    "search_text", "search_title", "full_episode_rewards", "full_episode_trajectory", "trajectory",
+    "available_actions",
+    "action",
+    "next_planned_action",
+    "observation",
+    "raw_action_output",
+    "reward",
+    "task_category",
+    "thought",
+    "reflection",
+    "subproblem",
+    "diverse_next_actions",
+    "db_query",
+    "rag_retrieval",
+    "search_query",
+    "search_link",
+    "search_snippet",
+    "search_summary",
+    "search_text",
+    "search_title",
+    "full_episode_rewards",
+    "full_episode_trajectory",
+    "trajectory",
 }
 
 

@@ -40,7 +40,9 @@ class Block:
 
 def _no_run_reason(code: str, before: str) -> str | None:
     for text in (before, *code.splitlines()[:1]):
-        stripped = text.strip().removeprefix("<!--").removesuffix("-->").strip().removeprefix("#").strip()
+        stripped = (
+            text.strip().removeprefix("<!--").removesuffix("-->").strip().removeprefix("#").strip()
+        )
         if stripped.startswith(NO_RUN):
             return stripped[len(NO_RUN) :].strip(" :-()") or ""
     return None
@@ -62,7 +64,9 @@ def fenced_blocks(text: str) -> list[Block]:
             end += 1
         body = textwrap.dedent("\n".join(lines[i + 1 : end])) + "\n"
         before = next((lines[j] for j in range(i - 1, -1, -1) if lines[j].strip()), "")
-        blocks.append(Block(opened.group("info").lower(), body, i + 2, _no_run_reason(body, before)))
+        blocks.append(
+            Block(opened.group("info").lower(), body, i + 2, _no_run_reason(body, before))
+        )
         i = end + 1
     return blocks
 
@@ -79,7 +83,9 @@ def compile_block(block: Block, filename: str, *, first_line: int | None = None)
         linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
     else:  # a real file: pad so that line numbers in tracebacks are the file's
         source = "\n" * ((first_line if first_line is not None else block.line) - 1) + block.code
-    return compile(source, filename, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+    return compile(
+        source, filename, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True
+    )
 
 
 class BlockRunner:

@@ -90,7 +90,9 @@ def test_docstring_code_runs(qualname: str, blocks: list[Block], docs_workdir: P
         for i, block in enumerate(blocks, start=1):
             filename = f"<docstring of {qualname}, block {i}>"
             if block.no_run_reason is not None:
-                assert block.no_run_reason, f"{filename}: say why it cannot run: # docs: no-run (why)"
+                assert block.no_run_reason, (
+                    f"{filename}: say why it cannot run: # docs: no-run (why)"
+                )
                 compile_block(block, filename)
                 continue
             runner.run(block, filename)
@@ -114,7 +116,7 @@ def test_every_exported_name_is_scanned(package: str) -> None:
     assert package in scanned  # the package docstring itself, even while __all__ is empty
 
 
-MARKDOWN = '''
+MARKDOWN = """
 Intro.
 
 ```python
@@ -140,13 +142,16 @@ await missing()
     ```py
     asyncio.run(asyncio.sleep(0))
     ```
-'''
+"""
 
 
 def test_block_conventions_are_honoured() -> None:
     blocks = python_blocks(MARKDOWN)
     assert [(b.line, b.no_run_reason) for b in blocks] == [
-        (5, None), (12, "needs a server"), (20, ""), (25, None),
+        (5, None),
+        (12, "needs a server"),
+        (20, ""),
+        (25, None),
     ]
     assert blocks[0].expected_output == ["42"]
     with BlockRunner() as runner:

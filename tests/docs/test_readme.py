@@ -70,7 +70,10 @@ def test_readme_python_blocks_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     blocks = python_blocks(text)
     quickstart = python_blocks(section(text, "Quickstart"))
     assert len(quickstart) == 1, "the quickstart is one ```python block"
-    assert len([line for line in quickstart[0].code.splitlines() if line.strip()]) <= QUICKSTART_MAX_LINES
+    assert (
+        len([line for line in quickstart[0].code.splitlines() if line.strip()])
+        <= QUICKSTART_MAX_LINES
+    )
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     for name in OFFLINE_ENV:
@@ -85,12 +88,16 @@ def test_readme_python_blocks_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
             # The real file name and line numbers: a traceback points into README.md.
             printed[block.code] = runner.run(block, str(README))
     assert quickstart[0].code in printed, "the quickstart is marked no-run"
-    assert "<recalled_episodes>" in printed[quickstart[0].code], "the quickstart prints its prompt block"
+    assert "<recalled_episodes>" in printed[quickstart[0].code], (
+        "the quickstart prints its prompt block"
+    )
 
 
 def test_readme_two_commands_section_lists_exactly_two() -> None:
     body = section(readme(), "two commands")
-    blocks = [b for b in fenced_blocks(body) if b.language in ("", "bash", "sh", "shell", "console")]
+    blocks = [
+        b for b in fenced_blocks(body) if b.language in ("", "bash", "sh", "shell", "console")
+    ]
     commands = [c for b in blocks for c in commands_in(b)]
     assert len(commands) == 2, f"expected exactly two commands, found {commands}"
     dev = (ROOT / "dev.py").read_text(encoding="utf-8")
@@ -114,5 +121,9 @@ def test_readme_links_point_to_files_that_exist() -> None:
 def test_readme_links_every_example() -> None:
     # The README is the cookbook's table of contents: an example nobody can find is wasted.
     text = readme()
-    unlinked = [p.name for p in sorted((ROOT / "examples").glob("*.py")) if f"](examples/{p.name})" not in text]
+    unlinked = [
+        p.name
+        for p in sorted((ROOT / "examples").glob("*.py"))
+        if f"](examples/{p.name})" not in text
+    ]
     assert not unlinked, f"README.md does not link these examples: {unlinked}"

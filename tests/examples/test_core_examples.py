@@ -20,12 +20,19 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 
 
-def run_example(name: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def run_example(
+    name: str, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("QDRANT_")}
     full_env.update(HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1", **(env or {}))
     return subprocess.run(
         [sys.executable, str(EXAMPLES / name), *args],
-        cwd=ROOT, env=full_env, capture_output=True, text=True, timeout=180, check=False,
+        cwd=ROOT,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
     )
 
 
@@ -38,7 +45,9 @@ def support_bot() -> subprocess.CompletedProcess[str]:
     return run_example("support_bot.py")
 
 
-def test_support_bot_recalls_same_and_previous_conversations(support_bot: subprocess.CompletedProcess[str]) -> None:
+def test_support_bot_recalls_same_and_previous_conversations(
+    support_bot: subprocess.CompletedProcess[str],
+) -> None:
     assert support_bot.returncode == 0, support_bot.stderr
     out = lines_of(support_bot)
     assert out[0] == "stored 7 episodes for 2 customers"
@@ -54,9 +63,13 @@ def test_support_bot_recalls_same_and_previous_conversations(support_bot: subpro
     assert not any("alice-0408" in row for row in prev_rows)
 
 
-def test_support_bot_prints_the_prompt_block_within_budget(support_bot: subprocess.CompletedProcess[str]) -> None:
+def test_support_bot_prints_the_prompt_block_within_budget(
+    support_bot: subprocess.CompletedProcess[str],
+) -> None:
     out = support_bot.stdout
-    fit = re.search(r"prompt block: (\d+) of (\d+) recalled episodes fit in 350 tokens \((\d+) used\)", out)
+    fit = re.search(
+        r"prompt block: (\d+) of (\d+) recalled episodes fit in 350 tokens \((\d+) used\)", out
+    )
     assert fit is not None, out
     kept, recalled, used = map(int, fit.groups())
     assert recalled == 4
@@ -133,7 +146,11 @@ def test_qdrant_server_without_url_explains_and_does_not_connect() -> None:
 def test_qdrant_server_with_unreachable_url_reports_it() -> None:
     proc = run_example(
         "qdrant_server.py",
-        env={"QDRANT_URL": "http://127.0.0.1:9", "QDRANT_API_KEY": "not-a-real-key", "QDRANT_TIMEOUT": "2"},
+        env={
+            "QDRANT_URL": "http://127.0.0.1:9",
+            "QDRANT_API_KEY": "not-a-real-key",
+            "QDRANT_TIMEOUT": "2",
+        },
     )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     out = lines_of(proc)
@@ -152,7 +169,9 @@ def _load(name: str) -> ModuleType:
     return module
 
 
-async def test_qdrant_server_round_trip_runs_on_qdrant_client_local_mode(capsys: pytest.CaptureFixture[str]) -> None:
+async def test_qdrant_server_round_trip_runs_on_qdrant_client_local_mode(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     # No server offline: the same round trip through qdrant-client's local mode, which shares
     # the server code path in episodex (QdrantClientEngine), proves the script's calls are right.
     example = _load("qdrant_server")

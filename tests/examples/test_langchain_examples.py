@@ -19,7 +19,12 @@ def run(name: str) -> list[str]:
     env.update(HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1")
     proc = subprocess.run(
         [sys.executable, str(ROOT / "examples" / name)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=180, check=False,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr
     assert "Warning" not in proc.stderr, proc.stderr
@@ -39,7 +44,10 @@ def test_classic_chain_recalls_monday_on_thursday() -> None:
     block = block_after(out, "recalled on thursday:")
     assert '<previous_conversations title="From previous conversations">' in block
     assert "<summary>My kettle from order 1182 arrived with a cracked lid.</summary>" in block
-    assert "Assistant answered: Sorry about that! I have issued a refund of 39 EUR for order 1182.</details>" in block
+    assert (
+        "Assistant answered: Sorry about that! I have issued a refund of 39 EUR for order 1182.</details>"
+        in block
+    )
     assert any('conversation="monday"' in line for line in block)
     assert "thursday: Yes: the 39 EUR refund for order 1182 was issued on Monday." in out
     assert out[-1] == "bob recalls: ''"
@@ -47,7 +55,10 @@ def test_classic_chain_recalls_monday_on_thursday() -> None:
 
 def test_agent_middleware_records_the_run_with_its_tools() -> None:
     out = run("langchain_agent_middleware.py")
-    assert out[0] == "tuesday: Your parcel 1182 is at the Leeds depot; redelivery is booked for Friday."
+    assert (
+        out[0]
+        == "tuesday: Your parcel 1182 is at the Leeds depot; redelivery is booked for Friday."
+    )
     block = block_after(out, "recalled on thursday:")
     assert "<summary>Where is my parcel for order 1182?</summary>" in block
     assert "Tools used: track_parcel" in block

@@ -17,11 +17,20 @@ EXAMPLE = ROOT / "examples" / "task_agent_reflective.py"
 
 @pytest.fixture(scope="module")
 def output() -> str:
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY",) and not k.startswith("QDRANT_")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("OPENAI_API_KEY",) and not k.startswith("QDRANT_")
+    }
     env.update(HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1")
     proc = subprocess.run(
-        [sys.executable, str(EXAMPLE)], cwd=ROOT, env=env, capture_output=True, text=True,
-        timeout=180, check=False,
+        [sys.executable, str(EXAMPLE)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
@@ -29,7 +38,10 @@ def output() -> str:
 
 def test_the_agent_loop_records_three_tasks_with_lessons(output: str) -> None:
     assert output.startswith("LLM: fake LLM")
-    assert "=== task 1: Convert 3 miles to kilometres\n--- system prompt (no recalled episodes)" in output
+    assert (
+        "=== task 1: Convert 3 miles to kilometres\n--- system prompt (no recalled episodes)"
+        in output
+    )
     assert output.count("--- system prompt (with recalled episodes)") == 2
     lessons = re.findall(r"--- lesson recorded: (.*)", output)
     assert lessons == [

@@ -19,7 +19,12 @@ def output() -> str:
     env.update(HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1")
     proc = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "web_agent_lessons.py")],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=180, check=False,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout

@@ -72,9 +72,12 @@ async def write_jsonl(store: str, round_: int, size: int) -> None:
     while True:
         ids = []
         for i in range(size):
-            task = Task(instruction=f"durable task {round_} {batch} {i}", id_=point_id(round_, batch, i))
+            task = Task(
+                instruction=f"durable task {round_} {batch} {i}", id_=point_id(round_, batch, i)
+            )
             ep = Episode(
-                id_=point_id(round_, batch, i), task=task,
+                id_=point_id(round_, batch, i),
+                task=task,
                 result=TaskResult(task_id=task.id_, content="x" * 2000),
             )
             await jsonl.write(ep)

@@ -33,17 +33,29 @@ from episodex._embedders.base import MAX_INPUT_CHARS
 
 from ._support import BACKENDS, HashEmbedder, open_memory, parse_export, snapshot, total_points
 
-GOOD = {"short_summary": "refund for order 1234", "long_summary": "the user asked for a refund; done",
-        "user_id": "u1", "agent_id": "a1", "conversation_id": "c1"}
+GOOD = {
+    "short_summary": "refund for order 1234",
+    "long_summary": "the user asked for a refund; done",
+    "user_id": "u1",
+    "agent_id": "a1",
+    "conversation_id": "c1",
+}
 UNKNOWN = str(uuid.UUID(int=7))
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
-def seeded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[EpisodicMemory]:
+def seeded(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[EpisodicMemory]:
     """One store per backend with a few episodes of two tenants; the tests must not change it."""
-    with open_memory(request.param, tmp_path_factory.mktemp("bad"), embedder=default_embedder()) as mem:
+    with open_memory(
+        request.param, tmp_path_factory.mktemp("bad"), embedder=default_embedder()
+    ) as mem:
         mem.store.memorize_many(
-            [{**GOOD, "short_summary": f"episode {i}", "conversation_id": f"c{i % 2}"} for i in range(4)]
+            [
+                {**GOOD, "short_summary": f"episode {i}", "conversation_id": f"c{i % 2}"}
+                for i in range(4)
+            ]
             + [{**GOOD, "user_id": "u2", "short_summary": "someone else"}]
         )
         yield mem
@@ -81,12 +93,19 @@ MEMORIZE_CASES: list[tuple[str, dict[str, Any], str]] = [
     ("flows with a number", {"flows_activated": [1]}, "flows_activated"),
     ("blank tool", {"tools_invoked": ["  "]}, "tools_invoked"),
     ("time as prose", {"timestamp_begin": "yesterday"}, "timestamp_begin"),
-    ("end before begin", {"timestamp_begin": "2024-01-02T00:00:00", "timestamp_end": "2024-01-01T00:00:00"},
-     "timestamp_end is before timestamp_begin"),
+    (
+        "end before begin",
+        {"timestamp_begin": "2024-01-02T00:00:00", "timestamp_end": "2024-01-01T00:00:00"},
+        "timestamp_end is before timestamp_begin",
+    ),
     ("NaN sentiment", {"average_user_sentiment": math.nan}, "average_user_sentiment.*finite"),
     ("infinite sentiment", {"average_user_sentiment": math.inf}, "average_user_sentiment.*finite"),
     ("-inf sentiment", {"average_user_sentiment": -math.inf}, "average_user_sentiment"),
-    ("sentiment out of range", {"average_user_sentiment": 1.5}, r"average_user_sentiment.*\[-1, 1\]"),
+    (
+        "sentiment out of range",
+        {"average_user_sentiment": 1.5},
+        r"average_user_sentiment.*\[-1, 1\]",
+    ),
     ("sentiment as text", {"average_user_sentiment": "0.5"}, "average_user_sentiment"),
     ("negative variance", {"user_sentiment_variance": -0.1}, "user_sentiment_variance"),
     ("NaN variance", {"user_sentiment_variance": math.nan}, "user_sentiment_variance"),
@@ -102,34 +121,64 @@ MEMORIZE_CASES: list[tuple[str, dict[str, Any], str]] = [
 ]
 
 
-@pytest.mark.parametrize(("changes", "match"), [c[1:] for c in MEMORIZE_CASES], ids=[c[0] for c in MEMORIZE_CASES])
-async def test_memorize_rejects_bad_fields(seeded: EpisodicMemory, changes: dict[str, Any], match: str) -> None:
+@pytest.mark.parametrize(
+    ("changes", "match"), [c[1:] for c in MEMORIZE_CASES], ids=[c[0] for c in MEMORIZE_CASES]
+)
+async def test_memorize_rejects_bad_fields(
+    seeded: EpisodicMemory, changes: dict[str, Any], match: str
+) -> None:
     await _rejected(seeded, lambda: seeded.memorize(**{**GOOD, **changes}), ValidationError, match)
 
 
-async def test_memorize_many_rejects_the_whole_call_naming_the_bad_episode(seeded: EpisodicMemory) -> None:
+async def test_memorize_many_rejects_the_whole_call_naming_the_bad_episode(
+    seeded: EpisodicMemory,
+) -> None:
     mem = seeded
     good = [GOOD, {**GOOD, "conversation_id": "c9"}]
-    await _rejected(mem, lambda: mem.memorize_many([*good, {**GOOD, "user_id": ""}]), ValidationError, "episode 2: ")
-    await _rejected(mem, lambda: mem.memorize_many([GOOD, 42]), ValidationError, "episode 1: expected a mapping")
-    await _rejected(mem, lambda: mem.memorize_many([{"short_summary": "s", "long_summary": "l"}]),
-                    ValidationError, "user_id is required.*agent_id is required")
-    await _rejected(mem, lambda: mem.memorize_many([{**GOOD, "summary": "x"}]), ValidationError,
-                    "summary is not a field")
+    await _rejected(
+        mem,
+        lambda: mem.memorize_many([*good, {**GOOD, "user_id": ""}]),
+        ValidationError,
+        "episode 2: ",
+    )
+    await _rejected(
+        mem, lambda: mem.memorize_many([GOOD, 42]), ValidationError, "episode 1: expected a mapping"
+    )
+    await _rejected(
+        mem,
+        lambda: mem.memorize_many([{"short_summary": "s", "long_summary": "l"}]),
+        ValidationError,
+        "user_id is required.*agent_id is required",
+    )
+    await _rejected(
+        mem,
+        lambda: mem.memorize_many([{**GOOD, "summary": "x"}]),
+        ValidationError,
+        "summary is not a field",
+    )
     await _rejected(mem, lambda: mem.memorize_many(GOOD), ValidationError, "not a single one")  # type: ignore[arg-type]
     await _rejected(mem, lambda: mem.memorize_many("text"), ValidationError, "not a single one")  # type: ignore[arg-type]
     await _rejected(mem, lambda: mem.memorize_many(None), ValidationError, "got NoneType")  # type: ignore[arg-type]
-    await _rejected(mem, lambda: mem.memorize_many(good, batch_size=0), ValidationError, "batch_size")
+    await _rejected(
+        mem, lambda: mem.memorize_many(good, batch_size=0), ValidationError, "batch_size"
+    )
     pid = str(uuid.uuid4())
     await _rejected(
         mem,
-        lambda: mem.memorize_many([{**GOOD, "point_id": pid}, {**GOOD, "user_id": "u2", "point_id": pid}]),
-        ValidationError, "episode 1: .*another user or agent",
+        lambda: mem.memorize_many(
+            [{**GOOD, "point_id": pid}, {**GOOD, "user_id": "u2", "point_id": pid}]
+        ),
+        ValidationError,
+        "episode 1: .*another user or agent",
     )
     # An id that u2 owns cannot be written by u1: that would overwrite u2's episode.
     theirs = (await mem.read_recent(1, user_id="u2", agent_id="a1"))[0]["point_id"]
-    await _rejected(mem, lambda: mem.memorize(**GOOD, point_id=theirs), ValidationError,
-                    "already belongs to another user or agent; omit point_id")
+    await _rejected(
+        mem,
+        lambda: mem.memorize(**GOOD, point_id=theirs),
+        ValidationError,
+        "already belongs to another user or agent; omit point_id",
+    )
 
 
 async def test_reads_reject_bad_arguments(seeded: EpisodicMemory) -> None:
@@ -139,21 +188,35 @@ async def test_reads_reject_bad_arguments(seeded: EpisodicMemory) -> None:
         (lambda: mem.recall(**t, query=""), "query must be a non-empty string"),
         (lambda: mem.recall(**t, query="   "), "query"),
         (lambda: mem.recall(**t, query=None), "query"),  # type: ignore[arg-type]
-        (lambda: mem.recall(user_id="", agent_id="a1", query="q"), "user_id must be a non-empty string"),
+        (
+            lambda: mem.recall(user_id="", agent_id="a1", query="q"),
+            "user_id must be a non-empty string",
+        ),
         (lambda: mem.recall(user_id="u1", agent_id=None, query="q"), "agent_id"),  # type: ignore[arg-type]
         (lambda: mem.recall(**t, query="q", conversation_id=" "), "conversation_id"),
-        (lambda: mem.recall(**t, query="q", previous_conversation_limit=-1), "previous_conversation_limit.*>= 0"),
+        (
+            lambda: mem.recall(**t, query="q", previous_conversation_limit=-1),
+            "previous_conversation_limit.*>= 0",
+        ),
         (lambda: mem.recall(**t, query="q", same_conversation_limit=-5), "same_conversation_limit"),
-        (lambda: mem.recall(**t, query="q", previous_conversation_limit=2.5), "previous_conversation_limit"),
-        (lambda: mem.recall(**t, query="q", previous_conversation_limit=True), "previous_conversation_limit"),
+        (
+            lambda: mem.recall(**t, query="q", previous_conversation_limit=2.5),
+            "previous_conversation_limit",
+        ),
+        (
+            lambda: mem.recall(**t, query="q", previous_conversation_limit=True),
+            "previous_conversation_limit",
+        ),
         (lambda: mem.recall(**t, query="q", stage1_limit=0), "stage1_limit.*>= 1"),
         (lambda: mem.recall(**t, query="q", rrf_k=0), "rrf_k"),
         (lambda: mem.recall(**t, query="q", short_weight=-0.1), "short_weight.*finite number >= 0"),
         (lambda: mem.recall(**t, query="q", long_weight=math.nan), "long_weight"),
         (lambda: mem.recall(**t, query="q", bm25_weight=math.inf), "bm25_weight"),
         (lambda: mem.recall(**t, query="q", bm25_weight="1"), "bm25_weight"),  # type: ignore[arg-type]
-        (lambda: mem.recall(**t, query="q", short_weight=0, long_weight=0, bm25_weight=0),
-         "all 0: give at least one a weight > 0"),
+        (
+            lambda: mem.recall(**t, query="q", short_weight=0, long_weight=0, bm25_weight=0),
+            "all 0: give at least one a weight > 0",
+        ),
         (lambda: mem.recall_block(**t, query="q", max_tokens=-1), "max_tokens"),
         (lambda: mem.read_recent(-1, **t), "n must be an integer >= 0"),
         (lambda: mem.read_recent(1.5, **t), "n must be"),  # type: ignore[arg-type]
@@ -176,7 +239,9 @@ async def test_reads_reject_bad_arguments(seeded: EpisodicMemory) -> None:
 
 async def test_unknown_ids_are_not_found_and_change_nothing(seeded: EpisodicMemory) -> None:
     mem = seeded
-    err = await _rejected(mem, lambda: mem.get(UNKNOWN, user_id="u1", agent_id="a1"), NotFoundError, UNKNOWN)
+    err = await _rejected(
+        mem, lambda: mem.get(UNKNOWN, user_id="u1", agent_id="a1"), NotFoundError, UNKNOWN
+    )
     assert isinstance(err, KeyError)
     before = snapshot(mem)
     assert await mem.forget(user_id="u1", agent_id="a1", point_id=UNKNOWN) == 0
@@ -189,11 +254,21 @@ async def test_unknown_ids_are_not_found_and_change_nothing(seeded: EpisodicMemo
 async def test_files_that_cannot_be_read_or_written(seeded: EpisodicMemory, tmp_path: Path) -> None:
     mem = seeded
     t = {"user_id": "u1", "agent_id": "a1"}
-    await _rejected(mem, lambda: mem.import_(tmp_path / "missing.jsonl"), ValidationError,
-                    "cannot read the import file .*missing.jsonl")
-    await _rejected(mem, lambda: mem.import_(tmp_path), ValidationError, "cannot read the import file")
-    await _rejected(mem, lambda: mem.export(tmp_path / "no" / "such" / "dir.jsonl", **t), ValidationError,
-                    "cannot write the export file")
+    await _rejected(
+        mem,
+        lambda: mem.import_(tmp_path / "missing.jsonl"),
+        ValidationError,
+        "cannot read the import file .*missing.jsonl",
+    )
+    await _rejected(
+        mem, lambda: mem.import_(tmp_path), ValidationError, "cannot read the import file"
+    )
+    await _rejected(
+        mem,
+        lambda: mem.export(tmp_path / "no" / "such" / "dir.jsonl", **t),
+        ValidationError,
+        "cannot write the export file",
+    )
     binary = tmp_path / "binary.jsonl"
     binary.write_bytes(json.dumps(GOOD).encode() + b"\n\xff\xfe\x00\x01\n")
     err = await _rejected(mem, lambda: mem.import_(binary), ImportFileError, "line 2: not UTF-8")
@@ -225,8 +300,12 @@ async def test_corrupt_export_file_reports_lines_strict_imports_nothing_skip_imp
     corrupt = tmp_path / "corrupt.jsonl"
     corrupt.write_text("\n".join(lines), encoding="utf-8")
 
-    err = await _rejected(mem, lambda: mem.import_(corrupt, user_id="u1"), ImportFileError,
-                          "5 bad line\\(s\\), nothing imported: line 2: not JSON")
+    err = await _rejected(
+        mem,
+        lambda: mem.import_(corrupt, user_id="u1"),
+        ImportFileError,
+        "5 bad line\\(s\\), nothing imported: line 2: not JSON",
+    )
     assert [n for n, _ in err.errors] == [2, 4, 5, 7, 8]  # type: ignore[attr-defined]
     assert "errors='skip'" in str(err)
 
@@ -248,8 +327,10 @@ async def test_corrupt_export_file_reports_lines_strict_imports_nothing_skip_imp
 async def test_export_import_round_trip_survives_unicode_line_separators(tmp_path: Path) -> None:
     """U+2028, U+2029 and U+0085 are left raw by json.dumps: they must not split a record."""
     texts = ["a\u2028b", "c\u2029d", "e\x85f", "g\x1ch", "i\r\nj"]
-    with open_memory("memory", tmp_path, embedder=HashEmbedder()) as src, \
-            open_memory("memory", tmp_path, embedder=HashEmbedder()) as dst:
+    with (
+        open_memory("memory", tmp_path, embedder=HashEmbedder()) as src,
+        open_memory("memory", tmp_path, embedder=HashEmbedder()) as dst,
+    ):
         for text in texts:
             await src.memorize(**{**GOOD, "short_summary": text, "long_summary": text})
         buf = io.StringIO()
@@ -265,20 +346,30 @@ async def test_export_import_round_trip_survives_unicode_line_separators(tmp_pat
 # -- one megabyte ------------------------------------------------------------------------
 
 
-async def test_a_one_megabyte_summary_is_embedded_truncated_and_stored_whole(memory: EpisodicMemory) -> None:
+async def test_a_one_megabyte_summary_is_embedded_truncated_and_stored_whole(
+    memory: EpisodicMemory,
+) -> None:
     head = "the customer reports that the invoice total is wrong after the discount was applied. "
     text = head + "filler words go on and on. " * ((1 << 20) // 27)
     assert len(text) >= 1 << 20
     start = time.perf_counter()
     pid = await memory.memorize(**{**GOOD, "long_summary": text})
     elapsed = time.perf_counter() - start
-    assert elapsed < 30, f"memorizing 1 MB took {elapsed:.1f}s: the text was not cut before embedding"
+    assert elapsed < 30, (
+        f"memorizing 1 MB took {elapsed:.1f}s: the text was not cut before embedding"
+    )
     got = await memory.get(pid, user_id="u1", agent_id="a1")
     assert got["long_summary_text"] == text  # stored whole
     # The long vector is the embedding of the text's start (the model's window), so a query
     # that is that start finds it with a near-perfect cosine on the long stream.
-    res = await memory.recall(user_id="u1", agent_id="a1", query=text[:MAX_INPUT_CHARS],
-                              short_weight=0, long_weight=1, bm25_weight=0)
+    res = await memory.recall(
+        user_id="u1",
+        agent_id="a1",
+        query=text[:MAX_INPUT_CHARS],
+        short_weight=0,
+        long_weight=1,
+        bm25_weight=0,
+    )
     hit = res["previous_conversations"][0]
     assert hit["point_id"] == pid
     assert hit["streams"]["long"]["score"] > 0.99
@@ -296,7 +387,9 @@ async def test_opening_a_store_made_with_another_embedder_or_dimension(tmp_path:
     await mem.memorize(**GOOD)
     before = snapshot(mem)
     mem.close()
-    with pytest.raises(EmbedderMismatchError, match=r"created with embedder .*test/hash-bag-of-words.* export"):
+    with pytest.raises(
+        EmbedderMismatchError, match=r"created with embedder .*test/hash-bag-of-words.* export"
+    ):
         EpisodicMemory(store, embedder=HashEmbedder(dimension=64, model_id="test/another-model"))
     with pytest.raises(EmbedderMismatchError, match="dimension 64 but this memory uses 32"):
         EpisodicMemory(store, embedder=HashEmbedder(dimension=32))
@@ -322,7 +415,9 @@ async def test_a_corrupt_store_manifest_is_a_typed_error(tmp_path: Path) -> None
         with pytest.raises(EngineError, match="restore it from a backup"):
             EpisodicMemory(store, embedder=HashEmbedder(dimension=64))
     manifest.write_text(good)
-    mem = EpisodicMemory(store, embedder=HashEmbedder(dimension=64))  # the failed opens held nothing
+    mem = EpisodicMemory(
+        store, embedder=HashEmbedder(dimension=64)
+    )  # the failed opens held nothing
     try:
         assert await mem.count(user_id="u1", agent_id="a1") == 1
     finally:
@@ -347,8 +442,14 @@ async def test_sharing_an_engine_with_another_embedder_is_refused(tmp_path: Path
         ({"location": "disk"}, "location must be ':memory:'"),
         ({"location": ":memory:", "embedder": object()}, "embedder must provide"),
         ({"location": ":memory:", "embedder": "no/such-model"}, "fastembed has no text model"),
-        ({"location": ":memory:", "embedder": HashEmbedder(dimension=0)}, "dimension must be a positive"),
-        ({"location": ":memory:", "embedder": HashEmbedder(model_id="")}, "model_id must be a non-empty"),
+        (
+            {"location": ":memory:", "embedder": HashEmbedder(dimension=0)},
+            "dimension must be a positive",
+        ),
+        (
+            {"location": ":memory:", "embedder": HashEmbedder(model_id="")},
+            "model_id must be a non-empty",
+        ),
     ],
 )
 def test_configuration_errors(tmp_path: Path, kwargs: dict[str, Any], match: str) -> None:

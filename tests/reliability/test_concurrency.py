@@ -17,7 +17,9 @@ def _episode(user: str, n: int, conv: str = "c") -> dict[str, Any]:
     return {
         "short_summary": f"{user} asked about invoice {n}",
         "long_summary": f"{user} asked about invoice {n}; the agent explained the charges",
-        "user_id": user, "agent_id": "support", "conversation_id": conv,
+        "user_id": user,
+        "agent_id": "support",
+        "conversation_id": conv,
     }
 
 
@@ -32,7 +34,9 @@ async def test_100_concurrent_writers_and_readers(memory: EpisodicMemory) -> Non
         if i % 3:
             written[user].append(await memory.memorize(**_episode(user, i, conv=f"c{i % 4}")))
         else:
-            written[user].extend(await memory.memorize_many([_episode(user, i * 100 + k) for k in range(3)]))
+            written[user].extend(
+                await memory.memorize_many([_episode(user, i * 100 + k) for k in range(3)])
+            )
 
     async def reader(i: int) -> None:
         user = USERS[i % len(USERS)]
@@ -49,7 +53,10 @@ async def test_100_concurrent_writers_and_readers(memory: EpisodicMemory) -> Non
             stats = await memory.stats(user_id=user, agent_id="support")
             assert stats["user_id"] == user
         else:
-            assert await memory.forget(user_id="doomed", agent_id="support", point_id=doomed[i // 5]) == 1
+            assert (
+                await memory.forget(user_id="doomed", agent_id="support", point_id=doomed[i // 5])
+                == 1
+            )
 
     async def guarded(coro: Any) -> None:
         try:
@@ -66,14 +73,19 @@ async def test_100_concurrent_writers_and_readers(memory: EpisodicMemory) -> Non
         ids = written[user]
         assert len(set(ids)) == len(ids)
         assert await memory.count(user_id=user, agent_id="support") == len(ids)
-        exported = {it["point_id"] for it in await memory.read_recent(1000, user_id=user, agent_id="support")}
+        exported = {
+            it["point_id"]
+            for it in await memory.read_recent(1000, user_id=user, agent_id="support")
+        }
         assert exported == set(ids), f"{user}: lost {set(ids) - exported}"
     assert sum(map(len, written.values())) == 40 * 1 + 20 * 3
     # Readers 4, 9, ..., 39 forgot doomed[0..7]: exactly those are gone.
     assert await memory.count(user_id="doomed", agent_id="support") == 20 - 8
 
 
-async def test_racing_writers_cannot_claim_one_new_id_for_different_users(memory: EpisodicMemory) -> None:
+async def test_racing_writers_cannot_claim_one_new_id_for_different_users(
+    memory: EpisodicMemory,
+) -> None:
     """Ten users write the same new point id at once: one wins, the others are refused."""
     pid = str(uuid.uuid4())
 
@@ -96,6 +108,7 @@ async def test_racing_writers_cannot_claim_one_new_id_for_different_users(memory
 def test_sync_memory_is_safe_from_several_threads(memory: EpisodicMemory) -> None:
     sync = SyncEpisodicMemory(memory=memory)
     try:
+
         def work(t: int) -> list[str]:
             user = f"thread-{t % 4}"
             ids = []
@@ -113,6 +126,9 @@ def test_sync_memory_is_safe_from_several_threads(memory: EpisodicMemory) -> Non
             ids = [pid for t, r in enumerate(results) if t % 4 == u for pid in r]
             assert len(ids) == 20
             assert sync.count(user_id=f"thread-{u}", agent_id="support") == 20
-            assert {it["point_id"] for it in sync.read_recent(100, user_id=f"thread-{u}", agent_id="support")} == set(ids)
+            assert {
+                it["point_id"]
+                for it in sync.read_recent(100, user_id=f"thread-{u}", agent_id="support")
+            } == set(ids)
     finally:
         sync.close()  # closing twice is fine: the fixture closes the memory again

@@ -33,18 +33,36 @@ BATCH = 40
 # next memorize_many call (embedding, the engine's write, or between calls).
 KILLS = [(1, 0.0), (3, 0.002), (6, 0.01), (2, 0.001), (2, 0.0005), (1, 0.003)]
 PAYLOAD_KEYS = {
-    "id", "user_id", "agent_id", "conversation_id", "short_summary_text", "long_summary_text",
-    "start_index", "end_index", "overlap", "flows_activated", "tools_invoked", "timestamp_begin",
-    "timestamp_end", "average_user_sentiment", "user_sentiment_variance", "metadata", "created_at",
+    "id",
+    "user_id",
+    "agent_id",
+    "conversation_id",
+    "short_summary_text",
+    "long_summary_text",
+    "start_index",
+    "end_index",
+    "overlap",
+    "flows_activated",
+    "tools_invoked",
+    "timestamp_begin",
+    "timestamp_end",
+    "average_user_sentiment",
+    "user_sentiment_variance",
+    "metadata",
+    "created_at",
     "schema",
 }
 
 
-def _run_and_kill(kind: str, store: Path, round_: int, after: int, delay: float) -> dict[int, list[str]]:
+def _run_and_kill(
+    kind: str, store: Path, round_: int, after: int, delay: float
+) -> dict[int, list[str]]:
     """Start a writer, SIGKILL it after `after` acknowledged batches; return {batch: ids}."""
     proc = subprocess.Popen(
         [sys.executable, str(WRITER), kind, str(store), str(round_), str(BATCH)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     acknowledged: dict[int, list[str]] = {}
     try:
@@ -52,7 +70,9 @@ def _run_and_kill(kind: str, store: Path, round_: int, after: int, delay: float)
         while len(acknowledged) < after:
             line = proc.stdout.readline()
             if not line:
-                raise AssertionError(f"the writer died on its own: {proc.stderr.read() if proc.stderr else ''}")
+                raise AssertionError(
+                    f"the writer died on its own: {proc.stderr.read() if proc.stderr else ''}"
+                )
             msg = json.loads(line)
             if "batch" in msg:
                 acknowledged[msg["batch"]] = msg["ids"]
@@ -86,12 +106,16 @@ def test_sigkill_during_memorize_many_keeps_every_returned_write(tmp_path: Path)
         try:
             points = snapshot(mem)
             stored = {p["id"] for p in points}
-            assert set(expected) <= stored, f"round {round_}: lost {len(set(expected) - stored)} returned writes"
+            assert set(expected) <= stored, (
+                f"round {round_}: lost {len(set(expected) - stored)} returned writes"
+            )
             # The call in flight at the kill is one engine write: all of it or none of it.
             landed = stored & set(in_flight)
             assert len(landed) in (0, BATCH), f"round {round_}: half a batch landed ({len(landed)})"
             if landed:
-                expected.update({pid: episode(round_, len(acknowledged), i) for i, pid in enumerate(in_flight)})
+                expected.update(
+                    {pid: episode(round_, len(acknowledged), i) for i, pid in enumerate(in_flight)}
+                )
             assert stored == set(expected)
             assert total_points(mem) == len(expected)
 
@@ -108,12 +132,19 @@ def test_sigkill_during_memorize_many_keeps_every_returned_write(tmp_path: Path)
             # And all three vectors: each stream alone finds every point.
             for weights in ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)):
                 res = mem.store.recall(
-                    user_id="user-1", agent_id="writer", query="durable note record",
-                    previous_conversation_limit=10_000, stage1_limit=10_000,
-                    short_weight=weights[0], long_weight=weights[1], bm25_weight=weights[2],
+                    user_id="user-1",
+                    agent_id="writer",
+                    query="durable note record",
+                    previous_conversation_limit=10_000,
+                    stage1_limit=10_000,
+                    short_weight=weights[0],
+                    long_weight=weights[1],
+                    bm25_weight=weights[2],
                 )
                 found = {i["point_id"] for i in res["previous_conversations"]}
-                assert found == stored, f"stream {weights}: {len(stored - found)} points without a vector"
+                assert found == stored, (
+                    f"stream {weights}: {len(stored - found)} points without a vector"
+                )
         finally:
             mem.close()
 
@@ -148,7 +179,9 @@ async def test_a_torn_last_jsonl_line_is_detected_and_reported(tmp_path: Path) -
     store = JSONLMemoryStore(tmp_path)
     for i in range(3):
         task = Task(instruction=f"task {i}")
-        await store.write(Episode(task=task, result=TaskResult(task_id=task.id_, content=f"done {i}")))
+        await store.write(
+            Episode(task=task, result=TaskResult(task_id=task.id_, content=f"done {i}"))
+        )
     whole = store.path.read_bytes()
     last = whole.rstrip(b"\n").rsplit(b"\n", 1)[-1]
     # A crash in the middle of appending a fourth record leaves half a line.
@@ -193,15 +226,23 @@ _SECOND_PROCESS = textwrap.dedent(
 def _second_process(store: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-c", _SECOND_PROCESS, str(store), str(TESTS)],
-        capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONWARNINGS": "ignore"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
     )
 
 
 def _memorize(mem: EpisodicMemory, n: int, tag: str) -> None:
     mem.store.memorize_many(
         [
-            {"short_summary": f"{tag} {i}", "long_summary": f"{tag} long {i}", "user_id": "u",
-             "agent_id": "a", "conversation_id": "c"}
+            {
+                "short_summary": f"{tag} {i}",
+                "long_summary": f"{tag} long {i}",
+                "user_id": "u",
+                "agent_id": "a",
+                "conversation_id": "c",
+            }
             for i in range(n)
         ]
     )

@@ -88,7 +88,10 @@ def shared_memory(backend: str, folder: Path, embedder: Any) -> Iterator[SyncEpi
         raw = EpisodicMemory(folder / "store", embedder=embedder)
     else:
         raw = EpisodicMemory(
-            url=QDRANT_URL, api_key=QDRANT_API_KEY, collection_prefix=server_prefix(), embedder=embedder
+            url=QDRANT_URL,
+            api_key=QDRANT_API_KEY,
+            collection_prefix=server_prefix(),
+            embedder=embedder,
         )
     mem = SyncEpisodicMemory(memory=raw)
     try:
@@ -134,7 +137,9 @@ class IsolationMachine(RuleBasedStateMachine):
             if (ep.user, ep.agent) == tenant and (conv is None or ep.conv == conv)
         }
 
-    def _record(self, tenant: tuple[str, str], conv: str, text: str, flows: list[str]) -> dict[str, Any]:
+    def _record(
+        self, tenant: tuple[str, str], conv: str, text: str, flows: list[str]
+    ) -> dict[str, Any]:
         self.clock += 1
         end = BASE + timedelta(minutes=self.clock)
         return {
@@ -150,14 +155,25 @@ class IsolationMachine(RuleBasedStateMachine):
 
     def _remember(self, pid: str, rec: dict[str, Any]) -> None:
         self.model[pid] = Episode(
-            rec["user_id"], rec["agent_id"], rec["conversation_id"], rec["short_summary"],
-            rec["long_summary"], rec["timestamp_end"], list(rec["flows_activated"]),
+            rec["user_id"],
+            rec["agent_id"],
+            rec["conversation_id"],
+            rec["short_summary"],
+            rec["long_summary"],
+            rec["timestamp_end"],
+            list(rec["flows_activated"]),
         )
 
     def _check_item(self, item: dict[str, Any], tenant: tuple[str, str]) -> None:
-        assert (item["user_id"], item["agent_id"]) == tenant, f"leaked {item['point_id']} to {tenant}"
+        assert (item["user_id"], item["agent_id"]) == tenant, (
+            f"leaked {item['point_id']} to {tenant}"
+        )
         ep = self.model[item["point_id"]]
-        assert (ep.user, ep.agent, ep.conv) == (item["user_id"], item["agent_id"], item["conversation_id"])
+        assert (ep.user, ep.agent, ep.conv) == (
+            item["user_id"],
+            item["agent_id"],
+            item["conversation_id"],
+        )
         assert item["short_summary_text"] == ep.short
 
     def _count_op(self) -> None:
@@ -173,7 +189,9 @@ class IsolationMachine(RuleBasedStateMachine):
             self._remember(pid, rec)
         self._count_op()
 
-    @rule(tenant=tenants, conv=convs, text=texts, flows=st.lists(st.sampled_from(FLOWS), max_size=2))
+    @rule(
+        tenant=tenants, conv=convs, text=texts, flows=st.lists(st.sampled_from(FLOWS), max_size=2)
+    )
     def memorize(self, tenant: tuple[str, str], conv: str, text: str, flows: list[str]) -> None:
         rec = self._record(tenant, conv, text, flows)
         pid = self.mem.memorize(**rec)
@@ -191,7 +209,9 @@ class IsolationMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: self.model)
     @rule(data=st.data(), thief=tenants, text=texts)
-    def memorize_over_an_existing_id(self, data: st.DataObject, thief: tuple[str, str], text: str) -> None:
+    def memorize_over_an_existing_id(
+        self, data: st.DataObject, thief: tuple[str, str], text: str
+    ) -> None:
         """Writing with an existing id replaces it for its owner; anyone else is refused."""
         pid = data.draw(st.sampled_from(list(self.model)))
         victim = self.model[pid]
@@ -212,13 +232,23 @@ class IsolationMachine(RuleBasedStateMachine):
         tenant=tenants,
         conv=st.none() | convs,
         query=texts,
-        weights=st.sampled_from([(0.2, 0.3, 0.5), (1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)]),
+        weights=st.sampled_from(
+            [(0.2, 0.3, 0.5), (1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)]
+        ),
     )
-    def recall(self, tenant: tuple[str, str], conv: str | None, query: str, weights: tuple[float, ...]) -> None:
+    def recall(
+        self, tenant: tuple[str, str], conv: str | None, query: str, weights: tuple[float, ...]
+    ) -> None:
         res = self.mem.recall(
-            user_id=tenant[0], agent_id=tenant[1], query=query, conversation_id=conv,
-            previous_conversation_limit=BIG, same_conversation_limit=BIG,
-            short_weight=weights[0], long_weight=weights[1], bm25_weight=weights[2],
+            user_id=tenant[0],
+            agent_id=tenant[1],
+            query=query,
+            conversation_id=conv,
+            previous_conversation_limit=BIG,
+            same_conversation_limit=BIG,
+            short_weight=weights[0],
+            long_weight=weights[1],
+            bm25_weight=weights[2],
         )
         same = {i["point_id"] for i in res["same_conversation"]}
         prev = {i["point_id"] for i in res["previous_conversations"]}
@@ -310,7 +340,9 @@ class IsolationMachine(RuleBasedStateMachine):
     @rule(tenant=tenants, conv=convs)
     def forget_conversation(self, tenant: tuple[str, str], conv: str) -> None:
         doomed = self._owned(tenant, conv)
-        assert self.mem.forget(user_id=tenant[0], agent_id=tenant[1], conversation_id=conv) == len(doomed)
+        assert self.mem.forget(user_id=tenant[0], agent_id=tenant[1], conversation_id=conv) == len(
+            doomed
+        )
         for pid in doomed:
             del self.model[pid]
         self._count_op()
@@ -318,13 +350,17 @@ class IsolationMachine(RuleBasedStateMachine):
     @rule(tenant=tenants)
     def forget_everything(self, tenant: tuple[str, str]) -> None:
         doomed = self._owned(tenant)
-        assert self.mem.forget(user_id=tenant[0], agent_id=tenant[1], everything=True) == len(doomed)
+        assert self.mem.forget(user_id=tenant[0], agent_id=tenant[1], everything=True) == len(
+            doomed
+        )
         for pid in doomed:
             del self.model[pid]
         self._count_op()
 
     @rule(source=tenants, into=tenants, strict=st.booleans())
-    def import_into_another_tenant(self, source: tuple[str, str], into: tuple[str, str], strict: bool) -> None:
+    def import_into_another_tenant(
+        self, source: tuple[str, str], into: tuple[str, str], strict: bool
+    ) -> None:
         """An import restricted to one tenant takes none of another tenant's records."""
         buf = io.StringIO()
         n = self.mem.export(buf, user_id=source[0], agent_id=source[1])
@@ -372,7 +408,9 @@ def test_random_operations_never_cross_tenants(backend: str, tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_random_operations_never_cross_tenants_with_the_real_embedder(backend: str, tmp_path: Path) -> None:
+def test_random_operations_never_cross_tenants_with_the_real_embedder(
+    backend: str, tmp_path: Path
+) -> None:
     """The same machine on the bundled model: real vectors, where identical texts collide."""
     embedder = default_embedder()
     with shared_memory(backend, tmp_path, embedder) as mem:

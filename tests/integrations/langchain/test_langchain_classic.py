@@ -45,7 +45,9 @@ def test_conversation_chain_recalls_an_earlier_conversation(memory: Episodes) ->
     assert "Memory:\n\nHuman: Please refund" in model.prompt_text()  # nothing to recall yet
 
     second = EpisodicMemory(memory=memory, user_id=user, agent_id=AGENT, conversation_id="c2")
-    block = second.load_memory_variables({"input": "What happened with my kettle refund?"})["recalled_episodes"]
+    block = second.load_memory_variables({"input": "What happened with my kettle refund?"})[
+        "recalled_episodes"
+    ]
     assert "Please refund order 1234" in block and "Refund issued for order 1234." in block
     model2 = _model("It was refunded.")
     ConversationChain(llm=model2, memory=second, prompt=PROMPT).invoke(
@@ -64,7 +66,9 @@ async def test_llm_chain_async(memory: Episodes) -> None:
     await chain.ainvoke({"question": "When does my flight to Oslo leave?"})
     assert await memory.count(user_id=user, agent_id=AGENT, conversation_id="c1") == 1
 
-    expected = (await mem.aload_memory_variables({"question": "Remind me about the Oslo flight"}))["recalled_episodes"]
+    expected = (await mem.aload_memory_variables({"question": "Remind me about the Oslo flight"}))[
+        "recalled_episodes"
+    ]
     out = await chain.ainvoke({"question": "Remind me about the Oslo flight"})
     assert "<same_conversation" in expected
     assert model.prompt_text() == f"{expected}\nQuestion: Remind me about the Oslo flight"
@@ -77,7 +81,10 @@ def test_users_never_share_episodes(memory: Episodes) -> None:
     a.save_context({"input": "My dog is called Biscuit"}, {"response": "Nice name!"})
     b = EpisodicMemory(memory=memory, user_id=bob, agent_id=AGENT, conversation_id="c1")
     assert b.load_memory_variables({"input": "What is my dog called?"}) == {"recalled_episodes": ""}
-    assert "Biscuit" in a.load_memory_variables({"input": "What is my dog called?"})["recalled_episodes"]
+    assert (
+        "Biscuit"
+        in a.load_memory_variables({"input": "What is my dog called?"})["recalled_episodes"]
+    )
 
 
 async def test_clear_forgets_the_conversation(memory: Episodes) -> None:
@@ -89,7 +96,9 @@ async def test_clear_forgets_the_conversation(memory: Episodes) -> None:
     await mem.asave_context({"input": "I prefer aisle seats"}, {"output": "Noted."})
     await other.asave_context({"input": "I prefer window seats"}, {"output": "Noted."})
     await mem.aclear()
-    assert await memory.count(user_id=user, agent_id=AGENT, conversation_id=mem.conversation_id) == 0
+    assert (
+        await memory.count(user_id=user, agent_id=AGENT, conversation_id=mem.conversation_id) == 0
+    )
     mem.clear()  # the sync twin; nothing left to forget
     assert await memory.count(user_id=user, agent_id=AGENT) == 1
 

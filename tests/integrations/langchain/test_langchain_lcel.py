@@ -47,7 +47,9 @@ def test_sync_chain_recalls_what_was_recorded(memory: Episodes) -> None:
 
     # Another user, same question: nothing recalled.
     other = RecordingChatModel(responses=[AIMessage("?")], received=[])
-    _chain(memory, other).invoke({"question": later}, config=_config(f"user-{uuid.uuid4().hex}", "c1"))
+    _chain(memory, other).invoke(
+        {"question": later}, config=_config(f"user-{uuid.uuid4().hex}", "c1")
+    )
     assert other.received[0][0].content == "You are a travel assistant.\n"
 
 
@@ -56,14 +58,23 @@ async def test_async_chain_and_record(memory: Episodes) -> None:
     model = RecordingChatModel(responses=[AIMessage("Your hotel in Rome is booked.")], received=[])
     chain = _chain(memory, model)
     answer = await chain.ainvoke({"question": "Book a hotel in Rome"}, config=_config(user, "c1"))
-    point = await arecord_exchange(memory, "Book a hotel in Rome", answer, user_id=user, agent_id="travel",
-                                   conversation_id="c1", tools_invoked=["hotels"])
+    point = await arecord_exchange(
+        memory,
+        "Book a hotel in Rome",
+        answer,
+        user_id=user,
+        agent_id="travel",
+        conversation_id="c1",
+        tools_invoked=["hotels"],
+    )
     stored = await memory.get(point, user_id=user, agent_id="travel")
     assert stored["tools_invoked"] == ["hotels"]
     assert stored["long_summary_text"].endswith("Assistant answered: Your hotel in Rome is booked.")
 
     model2 = RecordingChatModel(responses=[AIMessage("Rome.")], received=[])
-    block = await recall_episodes(memory, agent_id="travel").ainvoke("hotel in Rome", config=_config(user, "c1"))
+    block = await recall_episodes(memory, agent_id="travel").ainvoke(
+        "hotel in Rome", config=_config(user, "c1")
+    )
     await _chain(memory, model2).ainvoke({"question": "hotel in Rome"}, config=_config(user, "c1"))
     assert "<same_conversation" in block
     assert model2.received[0][0].content == f"You are a travel assistant.\n{block}"

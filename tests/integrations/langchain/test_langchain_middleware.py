@@ -28,7 +28,10 @@ def lookup_order(order_id: str) -> str:
 def _script() -> RecordingChatModel:
     return RecordingChatModel(
         responses=[
-            AIMessage("", tool_calls=[{"name": "lookup_order", "args": {"order_id": "1234"}, "id": "call-1"}]),
+            AIMessage(
+                "",
+                tool_calls=[{"name": "lookup_order", "args": {"order_id": "1234"}, "id": "call-1"}],
+            ),
             AIMessage("Your order 1234 shipped on Monday."),
         ],
         received=[],
@@ -52,9 +55,16 @@ def test_sync_run_is_recorded_and_recalled_next_time(memory: Episodes) -> None:
     user = _user()
     middleware = EpisodicMemoryMiddleware(memory, agent_id="support")
     first_model = _script()
-    agent = create_agent(first_model, tools=[lookup_order], system_prompt=SYSTEM,
-                         middleware=[middleware], context_schema=EpisodicContext)
-    out = agent.invoke(_ask("Where is my order 1234?"), context={"user_id": user, "conversation_id": "c1"})
+    agent = create_agent(
+        first_model,
+        tools=[lookup_order],
+        system_prompt=SYSTEM,
+        middleware=[middleware],
+        context_schema=EpisodicContext,
+    )
+    out = agent.invoke(
+        _ask("Where is my order 1234?"), context={"user_id": user, "conversation_id": "c1"}
+    )
     assert out["messages"][-1].text == "Your order 1234 shipped on Monday."
     assert out["recalled_episodes"] == ""
     assert [_system(m) for m in first_model.received] == [SYSTEM, SYSTEM]  # nothing recalled yet
@@ -67,8 +77,13 @@ def test_sync_run_is_recorded_and_recalled_next_time(memory: Episodes) -> None:
     assert (recent["start_index"], recent["end_index"]) == (0, 3)
 
     second_model = _script()
-    agent = create_agent(second_model, tools=[lookup_order], system_prompt=SYSTEM,
-                         middleware=[middleware], context_schema=EpisodicContext)
+    agent = create_agent(
+        second_model,
+        tools=[lookup_order],
+        system_prompt=SYSTEM,
+        middleware=[middleware],
+        context_schema=EpisodicContext,
+    )
     question = "Has order 1234 shipped yet?"
     expected = _recall(memory, user, "c2", question)
     assert "Where is my order 1234?" in expected
@@ -84,7 +99,9 @@ async def test_async_run_is_recorded_and_recalled_next_time(memory: Episodes) ->
     user = _user()
     middleware = EpisodicMemoryMiddleware(memory, agent_id="support", user_id=user)
     agent = create_agent(_script(), tools=[lookup_order], middleware=[middleware])
-    await agent.ainvoke(_ask("Where is my order 1234?"), config={"configurable": {"thread_id": "t1"}})
+    await agent.ainvoke(
+        _ask("Where is my order 1234?"), config={"configurable": {"thread_id": "t1"}}
+    )
     assert await memory.count(user_id=user, agent_id="support", conversation_id="t1") == 1
 
     model = _script()
@@ -98,7 +115,9 @@ async def test_async_run_is_recorded_and_recalled_next_time(memory: Episodes) ->
 def test_two_users_never_see_each_other(memory: Episodes) -> None:
     alice, bob = _user(), _user()
     middleware = EpisodicMemoryMiddleware(memory, agent_id="support")
-    agent = create_agent(_script(), tools=[lookup_order], system_prompt=SYSTEM, middleware=[middleware])
+    agent = create_agent(
+        _script(), tools=[lookup_order], system_prompt=SYSTEM, middleware=[middleware]
+    )
     agent.invoke(_ask("Where is my order 1234?"), context={"user_id": alice})
     model = _script()
     agent = create_agent(model, tools=[lookup_order], system_prompt=SYSTEM, middleware=[middleware])
@@ -116,13 +135,18 @@ class AppContext:
 def test_checkpointed_thread_records_each_run(memory: Episodes) -> None:
     user = _user()
     middleware = EpisodicMemoryMiddleware(memory, agent_id="support", conversation_id="thread-a")
-    model = RecordingChatModel(responses=[AIMessage("Noted: aisle seat."), AIMessage("Booked, aisle seat.")],
-                               received=[])
-    agent = create_agent(model, middleware=[middleware], checkpointer=InMemorySaver(), context_schema=AppContext)
+    model = RecordingChatModel(
+        responses=[AIMessage("Noted: aisle seat."), AIMessage("Booked, aisle seat.")], received=[]
+    )
+    agent = create_agent(
+        model, middleware=[middleware], checkpointer=InMemorySaver(), context_schema=AppContext
+    )
     config: Any = {"configurable": {"thread_id": "x"}}
     context = AppContext(user_id=user, tenant="acme")
     agent.invoke(_ask("I always want an aisle seat"), config=config, context=context)
-    out = agent.invoke(_ask("Book my flight to Oslo with my usual seat"), config=config, context=context)
+    out = agent.invoke(
+        _ask("Book my flight to Oslo with my usual seat"), config=config, context=context
+    )
     # The second run's episode covers only its own messages.
     recent = middleware_memory_recent(memory, user)
     assert recent["short_summary_text"] == "Book my flight to Oslo with my usual seat"
@@ -134,10 +158,16 @@ def test_checkpointed_thread_records_each_run(memory: Episodes) -> None:
 async def test_reflection_model_writes_the_summaries(memory: Episodes) -> None:
     user = _user()
     reflector = RecordingChatModel(
-        responses=[AIMessage("User checked on order 1234.\nThe agent looked the order up; it shipped Monday.")],
+        responses=[
+            AIMessage(
+                "User checked on order 1234.\nThe agent looked the order up; it shipped Monday."
+            )
+        ],
         received=[],
     )
-    middleware = EpisodicMemoryMiddleware(memory, agent_id="support", user_id=user, reflection_model=reflector)
+    middleware = EpisodicMemoryMiddleware(
+        memory, agent_id="support", user_id=user, reflection_model=reflector
+    )
     agent = create_agent(_script(), tools=[lookup_order], middleware=[middleware])
     await agent.ainvoke(_ask("Where is my order 1234?"))
     recent = middleware_memory_recent(memory, user)
@@ -148,20 +178,31 @@ async def test_reflection_model_writes_the_summaries(memory: Episodes) -> None:
 
 async def test_lessons_mode_injects_the_lessons_block(memory: Episodes) -> None:
     user = _user()
-    lessons = StepLessonMemory.from_memory(memory, grader=ProgrammaticGrader(expected_actions=["click('12')"]))
-    page = {"url": "https://desk.example/tickets/7", "elements": ["[12] button 'Priority'", "[13] link 'Close'"]}
+    lessons = StepLessonMemory.from_memory(
+        memory, grader=ProgrammaticGrader(expected_actions=["click('12')"])
+    )
+    page = {
+        "url": "https://desk.example/tickets/7",
+        "elements": ["[12] button 'Priority'", "[13] link 'Close'"],
+    }
     # Attempt 1, recorded by the application: a wrong click, graded at the end.
     await lessons.init_episode("ticket-7", user_id=user, agent_id="web", task="raise the priority")
-    await lessons.record_step_start(env_pre=page, internal_state="I should close it", action="click('13')")
+    await lessons.record_step_start(
+        env_pre=page, internal_state="I should close it", action="click('13')"
+    )
     await lessons.end_episode(final_env=page)
     await lessons.init_episode("ticket-7", user_id=user, agent_id="web", task="raise the priority")
     expected = await lessons.lessons_block(page, "raise the priority")
     assert "AVOID" in expected
 
     episodes = EpisodicMemoryMiddleware(memory, agent_id="web", user_id=user)
-    steps = EpisodicMemoryMiddleware(mode="lessons", lessons=lessons, env=lambda state, runtime: page)
-    assert {episodes.name, steps.name} == {"EpisodicMemoryMiddleware[recalled_episodes]",
-                                           "EpisodicMemoryMiddleware[recalled_lessons]"}
+    steps = EpisodicMemoryMiddleware(
+        mode="lessons", lessons=lessons, env=lambda state, runtime: page
+    )
+    assert {episodes.name, steps.name} == {
+        "EpisodicMemoryMiddleware[recalled_episodes]",
+        "EpisodicMemoryMiddleware[recalled_lessons]",
+    }
     model = RecordingChatModel(responses=[AIMessage("Done.")], received=[])
     agent = create_agent(model, system_prompt=SYSTEM, middleware=[episodes, steps])
     await agent.ainvoke(_ask("raise the priority"))
@@ -175,12 +216,21 @@ def test_two_episode_middlewares_coexist(memory: Episodes) -> None:
     user = _user()
     shared = Episodes(location=":memory:")
     try:
-        shared.store.memorize_many([{"short_summary": "Team policy: refunds need a receipt",
-                                     "long_summary": "Refunds are only issued with a receipt.",
-                                     "user_id": "team", "agent_id": "support", "conversation_id": "policy"}])
+        shared.store.memorize_many(
+            [
+                {
+                    "short_summary": "Team policy: refunds need a receipt",
+                    "long_summary": "Refunds are only issued with a receipt.",
+                    "user_id": "team",
+                    "agent_id": "support",
+                    "conversation_id": "policy",
+                }
+            ]
+        )
         personal = EpisodicMemoryMiddleware(memory, agent_id="support", user_id=user)
-        team = EpisodicMemoryMiddleware(shared, agent_id="support", user_id="team", state_key="team_episodes",
-                                        record=False)
+        team = EpisodicMemoryMiddleware(
+            shared, agent_id="support", user_id="team", state_key="team_episodes", record=False
+        )
         model = RecordingChatModel(responses=[AIMessage("You need a receipt.")], received=[])
         out = create_agent(model, middleware=[personal, team]).invoke(_ask("Can I get a refund?"))
         assert "Team policy: refunds need a receipt" in out["team_episodes"]
@@ -203,7 +253,9 @@ def test_bad_configuration_raises_typed_errors(memory: Episodes) -> None:
         EpisodicMemoryMiddleware(memory, recall_options={"top": 2})
     with pytest.raises(ConfigurationError, match="mode"):
         EpisodicMemoryMiddleware(memory, mode="facts")  # type: ignore[arg-type]
-    agent = create_agent(_script(), tools=[lookup_order], middleware=[EpisodicMemoryMiddleware(memory)])
+    agent = create_agent(
+        _script(), tools=[lookup_order], middleware=[EpisodicMemoryMiddleware(memory)]
+    )
     with pytest.raises(ConfigurationError, match="no user_id"):
         agent.invoke(_ask("hello"))
 
@@ -222,5 +274,8 @@ def memory_agent(memory: Episodes, user: str) -> str:
 def _recall(memory: Episodes, user: str, conversation: str, query: str) -> str:
     from episodex import format_recall
 
-    return format_recall(memory.store.recall(user_id=user, agent_id="support", conversation_id=conversation,
-                                             query=query))
+    return format_recall(
+        memory.store.recall(
+            user_id=user, agent_id="support", conversation_id=conversation, query=query
+        )
+    )

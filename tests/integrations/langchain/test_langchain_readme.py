@@ -14,12 +14,18 @@ SNIPPETS = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.DOTAL
 
 def test_readme_has_the_three_shapes() -> None:
     joined = "\n".join(SNIPPETS)
-    for name in ("EpisodicMemoryMiddleware", "recall_episodes", "ConversationChain", "EpisodicRetriever"):
+    for name in (
+        "EpisodicMemoryMiddleware",
+        "recall_episodes",
+        "ConversationChain",
+        "EpisodicRetriever",
+    ):
         assert name in joined
 
 
-def test_snippets_run_and_remember(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_snippets_run_and_remember(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.chdir(tmp_path)  # the snippets store in ./memory
     outputs = []
     with warnings.catch_warnings():

@@ -23,11 +23,19 @@ REFUNDS = [
 
 
 def _fill(mem: EpisodicMemory, user: str) -> None:
-    asyncio.run(mem.memorize_many(
-        {"short_summary": short, "long_summary": long, "user_id": user, "agent_id": AGENT,
-         "conversation_id": f"c{i}", "tools_invoked": ["refunds"] if "efund" in short else []}
-        for i, (short, long) in enumerate(REFUNDS)
-    ))
+    asyncio.run(
+        mem.memorize_many(
+            {
+                "short_summary": short,
+                "long_summary": long,
+                "user_id": user,
+                "agent_id": AGENT,
+                "conversation_id": f"c{i}",
+                "tools_invoked": ["refunds"] if "efund" in short else [],
+            }
+            for i, (short, long) in enumerate(REFUNDS)
+        )
+    )
 
 
 _SHARED: dict[str, Any] = {}
@@ -65,7 +73,9 @@ def filled(memory: EpisodicMemory) -> tuple[EpisodicMemory, str, str]:
 
 def test_documents_carry_summary_and_metadata(filled: tuple[EpisodicMemory, str, str]) -> None:
     memory, alice, _ = filled
-    docs = EpisodicRetriever(memory=memory, user_id=alice, agent_id=AGENT, k=2).invoke("refund order 1234")
+    docs = EpisodicRetriever(memory=memory, user_id=alice, agent_id=AGENT, k=2).invoke(
+        "refund order 1234"
+    )
     assert len(docs) == 2
     top = docs[0]
     assert top.page_content == "Refund for order 1234"
@@ -93,7 +103,9 @@ def test_other_user_sees_nothing(filled: tuple[EpisodicMemory, str, str]) -> Non
 
 def test_current_conversation_is_merged(filled: tuple[EpisodicMemory, str, str]) -> None:
     memory, alice, _ = filled
-    retriever = EpisodicRetriever(memory=memory, user_id=alice, agent_id=AGENT, conversation_id="c4", k=5)
+    retriever = EpisodicRetriever(
+        memory=memory, user_id=alice, agent_id=AGENT, conversation_id="c4", k=5
+    )
     docs = retriever.invoke("shipping address")
     assert docs[0].metadata["conversation_id"] == "c4"
     assert len(docs) == 5
@@ -109,7 +121,10 @@ def test_sync_memory_is_accepted(filled: tuple[EpisodicMemory, str, str]) -> Non
         assert len(retriever.invoke("refund")) == 1
     finally:
         sync.close()  # stops its loop; the memory it was given stays open
-    assert len(EpisodicRetriever(memory=memory, user_id=alice, agent_id=AGENT, k=1).invoke("refund")) == 1
+    assert (
+        len(EpisodicRetriever(memory=memory, user_id=alice, agent_id=AGENT, k=1).invoke("refund"))
+        == 1
+    )
 
 
 def test_bad_arguments_raise_typed_errors(filled: tuple[EpisodicMemory, str, str]) -> None:

@@ -28,8 +28,13 @@ def _episodes() -> list[Episode]:
     out = []
     for instruction, answer, user in TASKS:
         task = Task(instruction=instruction)
-        out.append(Episode(task=task, result=TaskResult(task_id=task.id_, content=answer),
-                           metadata={"user": user}))
+        out.append(
+            Episode(
+                task=task,
+                result=TaskResult(task_id=task.id_, content=answer),
+                metadata={"user": user},
+            )
+        )
     return out
 
 

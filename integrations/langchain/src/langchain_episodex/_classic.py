@@ -163,7 +163,9 @@ class EpisodicMemory(BaseMemory):
 
     async def aclear(self) -> None:
         """Forget every episode of this conversation."""
-        await self.memory.forget(user_id=self.user_id, agent_id=self.agent_id, conversation_id=self.conversation_id)
+        await self.memory.forget(
+            user_id=self.user_id, agent_id=self.agent_id, conversation_id=self.conversation_id
+        )
 
     def clear(self) -> None:
         """Forget every episode of this conversation."""

@@ -74,14 +74,22 @@ def resolve_scope(
         ValidationError: An id that is not a non-empty string.
     """
     ids: dict[str, str | None] = {}
-    for name, default in (("user_id", user_id), ("agent_id", agent_id), ("conversation_id", conversation_id)):
+    for name, default in (
+        ("user_id", user_id),
+        ("agent_id", agent_id),
+        ("conversation_id", conversation_id),
+    ):
         value = _lookup(source, name)
         ids[name] = default if value is None else _checked(name, value)
     for name in ("user_id", "agent_id"):
         if ids[name] is None:
-            raise ConfigurationError(f"no {name}: give {name}= to the constructor or put it in {where}")
+            raise ConfigurationError(
+                f"no {name}: give {name}= to the constructor or put it in {where}"
+            )
     return Scope(
         user_id=_checked("user_id", ids["user_id"]),
         agent_id=_checked("agent_id", ids["agent_id"]),
-        conversation_id=None if ids["conversation_id"] is None else _checked("conversation_id", ids["conversation_id"]),
+        conversation_id=None
+        if ids["conversation_id"] is None
+        else _checked("conversation_id", ids["conversation_id"]),
     )

@@ -22,7 +22,9 @@ _WHERE = 'the config\'s "configurable" (user_id, agent_id, conversation_id)'
 def _memory(memory: object) -> CoreMemory:
     memory = core_memory(memory)
     if not isinstance(memory, CoreMemory):
-        raise ConfigurationError(f"memory must be an episodex EpisodicMemory, got {type(memory).__name__}")
+        raise ConfigurationError(
+            f"memory must be an episodex EpisodicMemory, got {type(memory).__name__}"
+        )
     return memory
 
 
@@ -80,7 +82,9 @@ def recall_episodes(
     def query_of(value: Any) -> str:
         if isinstance(value, Mapping):
             if input_key not in value:
-                raise ValidationError(f"the chain input has no {input_key!r}; it has {sorted(value)}")
+                raise ValidationError(
+                    f"the chain input has no {input_key!r}; it has {sorted(value)}"
+                )
             value = value[input_key]
         return message_text(value)
 
@@ -90,8 +94,12 @@ def recall_episodes(
         if not query.strip():
             return ""
         return await core.recall_block(
-            user_id=scope.user_id, agent_id=scope.agent_id, conversation_id=scope.conversation_id,
-            query=query, max_tokens=max_tokens, **options,
+            user_id=scope.user_id,
+            agent_id=scope.agent_id,
+            conversation_id=scope.conversation_id,
+            query=query,
+            max_tokens=max_tokens,
+            **options,
         )
 
     def recall(value: Any, config: RunnableConfig) -> str:
@@ -124,14 +132,21 @@ async def arecord_exchange(
         tools_invoked: Tools the chain called.
     """
     core = _memory(memory)
-    scope = _scope(config, {"user_id": user_id, "agent_id": agent_id, "conversation_id": conversation_id})
+    scope = _scope(
+        config, {"user_id": user_id, "agent_id": agent_id, "conversation_id": conversation_id}
+    )
     if scope.conversation_id is None:
         raise ConfigurationError(f"no conversation_id: give conversation_id= or put it in {_WHERE}")
     tools = list(tools_invoked)
     short, long = exchange_summaries(message_text(question), message_text(answer), tools)
     return await core.memorize(
-        short_summary=short, long_summary=long, user_id=scope.user_id, agent_id=scope.agent_id,
-        conversation_id=scope.conversation_id, tools_invoked=tools, metadata={"source": "langchain-lcel"},
+        short_summary=short,
+        long_summary=long,
+        user_id=scope.user_id,
+        agent_id=scope.agent_id,
+        conversation_id=scope.conversation_id,
+        tools_invoked=tools,
+        metadata={"source": "langchain-lcel"},
     )
 
 
@@ -152,7 +167,13 @@ def record_exchange(
     """
     return run_blocking(
         arecord_exchange(
-            memory, question, answer, user_id=user_id, agent_id=agent_id, conversation_id=conversation_id,
-            config=config, tools_invoked=tools_invoked,
+            memory,
+            question,
+            answer,
+            user_id=user_id,
+            agent_id=agent_id,
+            conversation_id=conversation_id,
+            config=config,
+            tools_invoked=tools_invoked,
         )
     )

@@ -203,14 +203,20 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
                     f"`async lessons_block(current_env, current_state)`; got {type(lessons).__name__}"
                 )
             if env is None or not callable(env):
-                raise ConfigurationError("mode='lessons' needs env=, a function (state, runtime) -> environment")
+                raise ConfigurationError(
+                    "mode='lessons' needs env=, a function (state, runtime) -> environment"
+                )
             if current_state is not None and not callable(current_state):
                 raise ConfigurationError("current_state must be a function (state, runtime) -> str")
         self.memory: CoreMemory | None = memory if mode == "episodes" else None
         self.lessons = lessons
         self._env = env
         self._current_state: StateGetter = current_state or _default_current_state
-        self.defaults = {"user_id": user_id, "agent_id": agent_id, "conversation_id": conversation_id}
+        self.defaults = {
+            "user_id": user_id,
+            "agent_id": agent_id,
+            "conversation_id": conversation_id,
+        }
         for key, value in self.defaults.items():
             if value is not None and (not isinstance(value, str) or not value.strip()):  # pyright: ignore[reportUnnecessaryIsInstance]
                 raise ConfigurationError(f"{key} must be a non-empty string, got {value!r}")
@@ -282,14 +288,22 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
 
     async def _recall(self, messages: Sequence[AnyMessage], scope: Scope) -> dict[str, Any]:
         start = _run_start(messages)
-        run = {"start": start, "conversation_id": scope.conversation_id,
-               "user_id": scope.user_id, "agent_id": scope.agent_id}
+        run = {
+            "start": start,
+            "conversation_id": scope.conversation_id,
+            "user_id": scope.user_id,
+            "agent_id": scope.agent_id,
+        }
         query = _last_text(messages[start:], HumanMessage)
         block = ""
         if query.strip() and self.memory is not None:
             block = await self.memory.recall_block(
-                user_id=scope.user_id, agent_id=scope.agent_id, conversation_id=scope.conversation_id,
-                query=query, max_tokens=self.max_tokens, **self.recall_options,
+                user_id=scope.user_id,
+                agent_id=scope.agent_id,
+                conversation_id=scope.conversation_id,
+                query=query,
+                max_tokens=self.max_tokens,
+                **self.recall_options,
             )
         return {self.state_key: block, self._run_key: run}
 
@@ -300,7 +314,9 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         scope = self._scope(runtime)  # here: LangGraph's config is only readable on this thread
         return run_blocking(self._recall(state["messages"], scope))
 
-    async def abefore_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+    async def abefore_agent(
+        self, state: AgentState[Any], runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
         """Recall the episodes for the run's last user message into the state."""
         if self.mode != "episodes":
             return None
@@ -313,7 +329,9 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
             return str(request.state.get(self.state_key) or "")
         assert self.lessons is not None and self._env is not None  # checked in __init__
         env = self._env(request.state, request.runtime)
-        return await self.lessons.lessons_block(env, self._current_state(request.state, request.runtime))
+        return await self.lessons.lessons_block(
+            env, self._current_state(request.state, request.runtime)
+        )
 
     def _inject(self, request: ModelRequest[Any], block: str) -> ModelRequest[Any]:
         if not block:
@@ -361,9 +379,14 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
                 # The user already has the answer; a failed reflection must not lose the run.
                 logger.warning("reflection failed; recording plain summaries", exc_info=True)
         await self.memory.memorize(
-            short_summary=short, long_summary=long,
-            user_id=run["user_id"], agent_id=run["agent_id"], conversation_id=run["conversation_id"],
-            start_index=start, end_index=max(start, len(messages) - 1), tools_invoked=tools,
+            short_summary=short,
+            long_summary=long,
+            user_id=run["user_id"],
+            agent_id=run["agent_id"],
+            conversation_id=run["conversation_id"],
+            start_index=start,
+            end_index=max(start, len(messages) - 1),
+            tools_invoked=tools,
             metadata={"source": "langchain-agent"},
         )
 
@@ -373,7 +396,9 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
             run_blocking(self._record(state))
         return None
 
-    async def aafter_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+    async def aafter_agent(
+        self, state: AgentState[Any], runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
         """Record the finished run as one episode."""
         if self.mode == "episodes" and self.record:
             await self._record(state)

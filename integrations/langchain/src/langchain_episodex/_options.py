@@ -36,4 +36,3 @@ def check_recall_options(options: Mapping[str, Any]) -> dict[str, Any]:
 def core_memory(value: object) -> object:
     """The async core memory behind a `SyncEpisodicMemory`; anything else unchanged."""
     return value.memory if isinstance(value, SyncEpisodicMemory) else value
-

@@ -44,7 +44,9 @@ class EpisodexRetriever(BaseRetriever):
         """The options set on the retriever, which a call's own options override."""
         return {}
 
-    def _call_options(self, k: int | None, overrides: Mapping[str, Any]) -> tuple[int, dict[str, Any]]:
+    def _call_options(
+        self, k: int | None, overrides: Mapping[str, Any]
+    ) -> tuple[int, dict[str, Any]]:
         k = self.k if k is None else k
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ValidationError(f"k must be an integer >= 1, got {k!r}")

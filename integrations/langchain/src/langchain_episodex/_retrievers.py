@@ -35,7 +35,9 @@ def episode_document(item: Mapping[str, Any]) -> Document:
         "timestamp_begin": _plain(item.get("timestamp_begin")),
         "timestamp_end": _plain(item.get("timestamp_end")),
     }
-    return Document(id=item["point_id"], page_content=str(item.get("short_summary_text", "")), metadata=metadata)
+    return Document(
+        id=item["point_id"], page_content=str(item.get("short_summary_text", "")), metadata=metadata
+    )
 
 
 class EpisodicRetriever(EpisodexRetriever):
@@ -99,7 +101,9 @@ class EpisodicRetriever(EpisodexRetriever):
     def _defaults(self) -> dict[str, Any]:
         return dict(self.recall_options)
 
-    def _call_options(self, k: int | None, overrides: Mapping[str, Any]) -> tuple[int, dict[str, Any]]:
+    def _call_options(
+        self, k: int | None, overrides: Mapping[str, Any]
+    ) -> tuple[int, dict[str, Any]]:
         k, options = super()._call_options(k, overrides)
         options.setdefault("previous_conversation_limit", k)
         if self.conversation_id is not None:

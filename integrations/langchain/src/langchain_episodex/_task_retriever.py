@@ -14,7 +14,9 @@ from langchain_episodex._retriever_base import EpisodexRetriever
 __all__ = ["TaskEpisodeRetriever", "task_document"]
 
 #: The `search` options of the task stores an adapter may set.
-SEARCH_OPTIONS = frozenset({"filter", "score_threshold", "mode", "dense_weight", "bm25_weight", "rrf_k"})
+SEARCH_OPTIONS = frozenset(
+    {"filter", "score_threshold", "mode", "dense_weight", "bm25_weight", "rrf_k"}
+)
 
 
 def task_document(episode: Episode, rank: int, include: list[str] | None = None) -> Document:
@@ -84,7 +86,9 @@ class TaskEpisodeRetriever(EpisodexRetriever):
     def _fields(cls, value: list[str] | None) -> list[str] | None:
         unknown = sorted(set(value or ()) - set(EPISODE_FIELDS))
         if unknown:
-            raise ValueError(f"unknown episode field(s) {', '.join(unknown)}; known: {', '.join(EPISODE_FIELDS)}")
+            raise ValueError(
+                f"unknown episode field(s) {', '.join(unknown)}; known: {', '.join(EPISODE_FIELDS)}"
+            )
         return value
 
     def _defaults(self) -> dict[str, Any]:
@@ -92,4 +96,6 @@ class TaskEpisodeRetriever(EpisodexRetriever):
 
     async def _documents(self, query: str, k: int, options: dict[str, Any]) -> list[Document]:
         episodes = await self.store.search(query, k, **options)
-        return [task_document(ep, rank, self.include) for rank, ep in enumerate(episodes[:k], start=1)]
+        return [
+            task_document(ep, rank, self.include) for rank, ep in enumerate(episodes[:k], start=1)
+        ]

@@ -48,22 +48,32 @@ def _parser() -> argparse.ArgumentParser:
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--path", help="embedded store folder (default: $EPISODEX_PATH or ./memory)")
     where.add_argument("--url", help="Qdrant server or cluster URL, e.g. http://localhost:6333")
-    parser.add_argument("--api-key", default=os.environ.get("QDRANT_API_KEY"), help="Qdrant API key (server)")
+    parser.add_argument(
+        "--api-key", default=os.environ.get("QDRANT_API_KEY"), help="Qdrant API key (server)"
+    )
     parser.add_argument("--grpc", action="store_true", help="talk gRPC to the server")
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     demo = sub.add_parser("demo", help="memorize a support bot's episodes and recall them")
-    demo.add_argument("--keep", metavar="DIR", help="keep the demo store in DIR instead of a temp folder")
+    demo.add_argument(
+        "--keep", metavar="DIR", help="keep the demo store in DIR instead of a temp folder"
+    )
 
-    def ids(p: argparse.ArgumentParser, *, conversation: bool = False, required_conv: bool = False) -> None:
+    def ids(
+        p: argparse.ArgumentParser, *, conversation: bool = False, required_conv: bool = False
+    ) -> None:
         p.add_argument("--user", required=True, help="user id")
         p.add_argument("--agent", required=True, help="agent id")
         if conversation:
             p.add_argument("--conversation", required=required_conv, help="conversation id")
 
     add = sub.add_parser("add", help="memorize one episode from flags or a JSON object")
-    add.add_argument("--from-json", metavar="FILE", help="a JSON object with the episode's fields ('-' for stdin)")
+    add.add_argument(
+        "--from-json",
+        metavar="FILE",
+        help="a JSON object with the episode's fields ('-' for stdin)",
+    )
     add.add_argument("--user")
     add.add_argument("--agent")
     add.add_argument("--conversation")
@@ -80,7 +90,9 @@ def _parser() -> argparse.ArgumentParser:
 
     imp = sub.add_parser("import", help="import a JSONL export")
     imp.add_argument("file", help="the .jsonl file ('-' for stdin)")
-    imp.add_argument("--skip-errors", action="store_true", help="import valid lines, report the bad ones")
+    imp.add_argument(
+        "--skip-errors", action="store_true", help="import valid lines, report the bad ones"
+    )
 
     rec = sub.add_parser("recall", help="recall episodes for a query")
     ids(rec, conversation=True)
@@ -90,7 +102,9 @@ def _parser() -> argparse.ArgumentParser:
     rec.add_argument("--short-weight", type=float, default=0.15)
     rec.add_argument("--long-weight", type=float, default=0.15)
     rec.add_argument("--bm25-weight", type=float, default=0.7)
-    rec.add_argument("--block", action="store_true", help="print the prompt block instead of a list")
+    rec.add_argument(
+        "--block", action="store_true", help="print the prompt block instead of a list"
+    )
     rec.add_argument("--max-tokens", type=int, help="token budget for --block")
 
     exp = sub.add_parser("export", help="export episodes as JSONL")
@@ -100,7 +114,9 @@ def _parser() -> argparse.ArgumentParser:
     st = sub.add_parser("stats", help="behaviour statistics of a user with an agent")
     ids(st)
 
-    fg = sub.add_parser("forget", help="delete an episode, a conversation, or all of a user's episodes")
+    fg = sub.add_parser(
+        "forget", help="delete an episode, a conversation, or all of a user's episodes"
+    )
     ids(fg)
     what = fg.add_mutually_exclusive_group(required=True)
     what.add_argument("--point", help="one episode's point id")
@@ -144,11 +160,18 @@ async def _command(args: argparse.Namespace) -> int:
                 except json.JSONDecodeError as exc:
                     raise ValidationError(f"--metadata is not valid JSON: {exc}") from None
                 fields = {
-                    "user_id": args.user, "agent_id": args.agent, "conversation_id": args.conversation,
-                    "short_summary": args.short, "long_summary": args.long,
-                    "start_index": args.start, "end_index": args.end, "overlap": args.overlap,
-                    "flows_activated": args.flow, "tools_invoked": args.tool,
-                    "average_user_sentiment": args.sentiment, "user_sentiment_variance": args.variance,
+                    "user_id": args.user,
+                    "agent_id": args.agent,
+                    "conversation_id": args.conversation,
+                    "short_summary": args.short,
+                    "long_summary": args.long,
+                    "start_index": args.start,
+                    "end_index": args.end,
+                    "overlap": args.overlap,
+                    "flows_activated": args.flow,
+                    "tools_invoked": args.tool,
+                    "average_user_sentiment": args.sentiment,
+                    "user_sentiment_variance": args.variance,
                     "metadata": metadata,
                 }
                 fields = {k: v for k, v in fields.items() if v is not None}
@@ -161,16 +184,23 @@ async def _command(args: argparse.Namespace) -> int:
             total = sum(1 for line in text.splitlines() if line.strip())
             import io
 
-            with tqdm(total=total, unit="episode", desc="importing", file=sys.stderr, disable=args.json) as bar:
+            with tqdm(
+                total=total, unit="episode", desc="importing", file=sys.stderr, disable=args.json
+            ) as bar:
+
                 def progress(done: int) -> None:
                     bar.update(done - bar.n)
 
                 report = await asyncio.to_thread(
-                    mem.store.import_, io.StringIO(text),
-                    errors="skip" if args.skip_errors else "strict", on_progress=progress,
+                    mem.store.import_,
+                    io.StringIO(text),
+                    errors="skip" if args.skip_errors else "strict",
+                    on_progress=progress,
                 )
             if args.json:
-                out.write(_dump({"imported": len(report.imported), "skipped": report.skipped}) + "\n")
+                out.write(
+                    _dump({"imported": len(report.imported), "skipped": report.skipped}) + "\n"
+                )
             else:
                 out.write(f"imported {len(report.imported)} episode(s)\n")
                 for line, why in report.skipped:
@@ -185,14 +215,21 @@ async def _command(args: argparse.Namespace) -> int:
             }
             if args.block:
                 block = await mem.recall_block(
-                    user_id=args.user, agent_id=args.agent, conversation_id=args.conversation,
-                    query=args.query, max_tokens=args.max_tokens, **options,
+                    user_id=args.user,
+                    agent_id=args.agent,
+                    conversation_id=args.conversation,
+                    query=args.query,
+                    max_tokens=args.max_tokens,
+                    **options,
                 )
                 out.write(_dump({"block": block}) + "\n" if args.json else block + "\n")
             else:
                 res = await mem.recall(
-                    user_id=args.user, agent_id=args.agent, conversation_id=args.conversation,
-                    query=args.query, **options,
+                    user_id=args.user,
+                    agent_id=args.agent,
+                    conversation_id=args.conversation,
+                    query=args.query,
+                    **options,
                 )
                 if args.json:
                     out.write(_dump(res) + "\n")
@@ -200,17 +237,26 @@ async def _command(args: argparse.Namespace) -> int:
                     for key in ("same_conversation", "previous_conversations"):
                         out.write(f"{key.replace('_', ' ')}:\n")
                         for item in res[key]:
-                            streams = ", ".join(f"{s} #{v['rank']}" for s, v in item["streams"].items())
+                            streams = ", ".join(
+                                f"{s} #{v['rank']}" for s, v in item["streams"].items()
+                            )
                             out.write(
                                 f"  {item['score']:.4f}  [{streams}]  {item['conversation_id']}  "
                                 f"{item['point_id']}  {item['short_summary_text']}\n"
                             )
         elif args.command == "export":
             if args.output:
-                n = await mem.export(args.output, user_id=args.user, agent_id=args.agent, conversation_id=args.conversation)
+                n = await mem.export(
+                    args.output,
+                    user_id=args.user,
+                    agent_id=args.agent,
+                    conversation_id=args.conversation,
+                )
                 sys.stderr.write(f"exported {n} episode(s) to {args.output}\n")
             else:
-                await mem.export(out, user_id=args.user, agent_id=args.agent, conversation_id=args.conversation)
+                await mem.export(
+                    out, user_id=args.user, agent_id=args.agent, conversation_id=args.conversation
+                )
         elif args.command == "stats":
             stats = await mem.stats(user_id=args.user, agent_id=args.agent)
             if args.json:
@@ -220,8 +266,11 @@ async def _command(args: argparse.Namespace) -> int:
                     out.write(f"{key}: {value}\n")
         elif args.command == "forget":
             n = await mem.forget(
-                user_id=args.user, agent_id=args.agent, point_id=args.point,
-                conversation_id=args.conversation, everything=args.all,
+                user_id=args.user,
+                agent_id=args.agent,
+                point_id=args.point,
+                conversation_id=args.conversation,
+                everything=args.all,
             )
             out.write(_dump({"deleted": n}) + "\n" if args.json else f"deleted {n} episode(s)\n")
         return EXIT_OK

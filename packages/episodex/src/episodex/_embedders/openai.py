@@ -114,5 +114,3 @@ class OpenAICompatibleEmbedder:
     def embed_query(self, text: str) -> Matrix:
         """Embed a query."""
         return self._post(clip_texts([text]))[0]
-
-

@@ -26,5 +26,3 @@ def resolve_embedder(embedder: Embedder | str | None) -> Embedder:
     if not isinstance(embedder.model_id, str) or not embedder.model_id:  # pyright: ignore[reportUnnecessaryIsInstance]
         raise ConfigurationError("embedder.model_id must be a non-empty string")
     return embedder
-
-

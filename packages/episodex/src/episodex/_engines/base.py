@@ -85,10 +85,6 @@ class Engine(Protocol):
         ...
 
 
-
-
-
-
 def stream_searches(requests: Sequence[Fused]) -> list[Search]:
     """Each fused request's streams as id-only searches, in request then stream order."""
     return [
@@ -114,7 +110,9 @@ def explain_fused(
     for index, request in enumerate(requests):
         tables: list[tuple[str, dict[Any, tuple[int, float]]]] = []
         for stream in request.streams:
-            table = {native_id(p): (rank, p.score) for rank, p in enumerate(answers[position], start=1)}
+            table = {
+                native_id(p): (rank, p.score) for rank, p in enumerate(answers[position], start=1)
+            }
             tables.append((stream.using, table))
             position += 1
         explained: list[tuple[Hit, StreamRanks]] = []

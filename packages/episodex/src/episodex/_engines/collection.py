@@ -39,7 +39,10 @@ def foreign_claims(
     for start in range(0, len(ids), 1024):
         chunk = ids[start : start + 1024]
         hits, _ = engine.scroll(
-            collection, Filter(must=(HasId(chunk),)), limit=len(chunk), with_payload=tuple(owner_keys)
+            collection,
+            Filter(must=(HasId(chunk),)),
+            limit=len(chunk),
+            with_payload=tuple(owner_keys),
         )
         stored.update((h.id, tuple(h.payload.get(k) for k in owner_keys)) for h in hits)
     for i, (point_id, owner) in enumerate(claims):
@@ -71,5 +74,3 @@ def tenant_filter(user_id: object, agent_id: object) -> Filter:
             Match("agent_id", require_text("agent_id", agent_id)),
         )
     )
-
-

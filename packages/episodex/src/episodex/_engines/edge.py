@@ -92,7 +92,9 @@ def _vector(vec: list[float] | SparseVec) -> Any:
 
 def _prefetch(stream: Stream, flt: qe.Filter) -> qe.Prefetch:
     return qe.Prefetch(
-        limit=stream.limit, query=qe.Query.Nearest(_vector(stream.vector), using=stream.using), filter=flt
+        limit=stream.limit,
+        query=qe.Query.Nearest(_vector(stream.vector), using=stream.using),
+        filter=flt,
     )
 
 
@@ -232,12 +234,15 @@ class EdgeEngine:
                     for name, dim in spec.dense.items()
                 },
                 sparse_vectors={
-                    name: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf) for name in spec.sparse
+                    name: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)
+                    for name in spec.sparse
                 },
                 # Every search is filtered by tenant, so build per-tenant HNSW graphs instead of a
                 # global one (Qdrant's multitenancy guidance: m=0, payload_m=16).
                 hnsw_config=qe.HnswIndexConfig(
-                    m=0 if spec.tenant_key else 16, ef_construct=100, full_scan_threshold=10_000,
+                    m=0 if spec.tenant_key else 16,
+                    ef_construct=100,
+                    full_scan_threshold=10_000,
                     payload_m=16 if spec.tenant_key else None,
                 ),
             )
@@ -254,11 +259,17 @@ class EdgeEngine:
                         )
                     )
                 for key in spec.keywords:
-                    shard.update(qe.UpdateOperation.create_field_index(key, qe.PayloadSchemaType.Keyword))
+                    shard.update(
+                        qe.UpdateOperation.create_field_index(key, qe.PayloadSchemaType.Keyword)
+                    )
                 for key in spec.floats:
-                    shard.update(qe.UpdateOperation.create_field_index(key, qe.PayloadSchemaType.Float))
+                    shard.update(
+                        qe.UpdateOperation.create_field_index(key, qe.PayloadSchemaType.Float)
+                    )
                 for key in spec.integers:
-                    shard.update(qe.UpdateOperation.create_field_index(key, qe.PayloadSchemaType.Integer))
+                    shard.update(
+                        qe.UpdateOperation.create_field_index(key, qe.PayloadSchemaType.Integer)
+                    )
                 shard.flush()
             except Exception as exc:
                 raise _engine_error(exc, f"cannot create {folder}") from exc
@@ -298,7 +309,9 @@ class EdgeEngine:
         for p in points:
             key, pid = _key(p.id), _canonical(p.id)
             if wanted.setdefault(key, pid) != pid:
-                raise ValidationError(f"point ids {wanted[key]!r} and {pid!r} collide in the embedded engine; use another id")
+                raise ValidationError(
+                    f"point ids {wanted[key]!r} and {pid!r} collide in the embedded engine; use another id"
+                )
         try:
             records, _ = shard.scroll(
                 qe.ScrollRequest(

@@ -34,7 +34,9 @@ def open_engine(
         timeout: Request timeout in seconds (server only).
         client_options: More keyword arguments for `qdrant_client.QdrantClient`.
     """
-    chosen = [name for name, value in (("path", path), ("url", url), ("location", location)) if value]
+    chosen = [
+        name for name, value in (("path", path), ("url", url), ("location", location)) if value
+    ]
     if len(chosen) != 1:
         raise ConfigurationError(
             "give exactly one of path= (embedded Qdrant Edge folder), url= (Qdrant server) or "
@@ -59,5 +61,3 @@ def open_engine(
         timeout=timeout,
         options=dict(client_options or {}),
     )
-
-

@@ -99,7 +99,11 @@ def render_request(req: Search | Fused) -> models.QueryRequest:
 
 
 def _hit(point: Any) -> Hit:
-    return Hit(id=str(point.id), score=float(getattr(point, "score", 0.0) or 0.0), payload=dict(point.payload or {}))
+    return Hit(
+        id=str(point.id),
+        score=float(getattr(point, "score", 0.0) or 0.0),
+        payload=dict(point.payload or {}),
+    )
 
 
 def _transient(exc: Exception) -> bool:
@@ -216,7 +220,9 @@ class QdrantClientEngine:
                 sparse_vectors_config={
                     s: models.SparseVectorParams(modifier=models.Modifier.IDF) for s in spec.sparse
                 },
-                hnsw_config=models.HnswConfigDiff(m=0, payload_m=16) if server and spec.tenant_key else None,
+                hnsw_config=models.HnswConfigDiff(m=0, payload_m=16)
+                if server and spec.tenant_key
+                else None,
                 metadata=dict(spec.metadata),
             )
             # Local mode ignores payload indexes (and warns); a server needs them for speed.
@@ -225,7 +231,9 @@ class QdrantClientEngine:
                     self._client.create_payload_index(
                         name,
                         spec.tenant_key,
-                        models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, is_tenant=True),
+                        models.KeywordIndexParams(
+                            type=models.KeywordIndexType.KEYWORD, is_tenant=True
+                        ),
                     )
                 for key in spec.keywords:
                     self._client.create_payload_index(name, key, models.PayloadSchemaType.KEYWORD)
@@ -249,7 +257,9 @@ class QdrantClientEngine:
             )
             for p in points
         ]
-        self._call("upsert", lambda: self._client.upsert(self._name(collection), structs, wait=True))
+        self._call(
+            "upsert", lambda: self._client.upsert(self._name(collection), structs, wait=True)
+        )
 
     def delete(self, collection: str, flt: Filter) -> None:
         """Delete the points matching `flt`."""

@@ -35,7 +35,10 @@ def _episode_xml(item: Mapping[str, Any], long_text: str | None = None) -> str:
         )
     )
     long = item.get("long_summary_text", "") if long_text is None else long_text
-    parts = [f"<episode {attrs}>", f"<summary>{escape(str(item.get('short_summary_text', '')))}</summary>"]
+    parts = [
+        f"<episode {attrs}>",
+        f"<summary>{escape(str(item.get('short_summary_text', '')))}</summary>",
+    ]
     if long:
         parts.append(f"<details>{escape(str(long))}</details>")
     tools = item.get("tools_invoked") or []
@@ -74,7 +77,9 @@ def format_recall(
         max_tokens: The budget for the whole block, counted with `encoding`.
         encoding: A tiktoken encoding name or a token-counting callable.
     """
-    if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 0):  # pyright: ignore[reportUnnecessaryIsInstance]
+    if max_tokens is not None and (
+        isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 0
+    ):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise ValidationError(f"max_tokens must be an integer >= 0, got {max_tokens!r}")
     ranked: list[tuple[float, int, int, Mapping[str, Any]]] = []
     for s, (key, _) in enumerate(_SECTIONS):
@@ -85,7 +90,9 @@ def format_recall(
     # Keep the best first; ties keep section order.
     ranked.sort(key=lambda r: (-r[0], r[1], r[2]))
 
-    def build(kept: list[tuple[float, int, int, Mapping[str, Any]]], last_long: str | None = None) -> str:
+    def build(
+        kept: list[tuple[float, int, int, Mapping[str, Any]]], last_long: str | None = None
+    ) -> str:
         chosen = sorted(kept, key=lambda r: (r[1], r[2]))
         sections: list[tuple[str, str, list[str]]] = []
         for s, (key, title) in enumerate(_SECTIONS):

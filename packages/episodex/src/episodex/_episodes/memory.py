@@ -26,8 +26,6 @@ __all__ = ["EpisodicMemory", "SyncEpisodicMemory", "resolve_embedder"]
 T = TypeVar("T")
 
 
-
-
 class EpisodicMemory:
     """Episodic memory of conversations: hybrid recall over short, long and BM25 streams.
 
@@ -157,8 +155,12 @@ class EpisodicMemory:
                 "start_index": start_index,
                 "end_index": end_index,
                 "overlap": overlap,
-                "flows_activated": list(flows_activated) if isinstance(flows_activated, tuple) else flows_activated,
-                "tools_invoked": list(tools_invoked) if isinstance(tools_invoked, tuple) else tools_invoked,
+                "flows_activated": list(flows_activated)
+                if isinstance(flows_activated, tuple)
+                else flows_activated,
+                "tools_invoked": list(tools_invoked)
+                if isinstance(tools_invoked, tuple)
+                else tools_invoked,
                 "timestamp_begin": timestamp_begin,
                 "timestamp_end": timestamp_end,
                 "average_user_sentiment": average_user_sentiment,
@@ -210,11 +212,18 @@ class EpisodicMemory:
         return await asyncio.to_thread(
             functools.partial(
                 self.store.recall,
-                user_id=user_id, agent_id=agent_id, query=query, conversation_id=conversation_id,
+                user_id=user_id,
+                agent_id=agent_id,
+                query=query,
+                conversation_id=conversation_id,
                 previous_conversation_limit=previous_conversation_limit,
                 same_conversation_limit=same_conversation_limit,
-                short_weight=short_weight, long_weight=long_weight, bm25_weight=bm25_weight,
-                stage1_limit=stage1_limit, rrf_k=rrf_k, with_stream_ranks=with_stream_ranks,
+                short_weight=short_weight,
+                long_weight=long_weight,
+                bm25_weight=bm25_weight,
+                stage1_limit=stage1_limit,
+                rrf_k=rrf_k,
+                with_stream_ranks=with_stream_ranks,
             )
         )
 
@@ -231,15 +240,25 @@ class EpisodicMemory:
     ) -> str:
         """Recall and render the `<recalled_episodes>` prompt block (`""` when nothing matched)."""
         result = await self.recall(
-            user_id=user_id, agent_id=agent_id, query=query, conversation_id=conversation_id,
+            user_id=user_id,
+            agent_id=agent_id,
+            query=query,
+            conversation_id=conversation_id,
             **recall_options,
         )
         return format_recall(result, max_tokens=max_tokens, encoding=encoding)
 
-    async def count(self, *, user_id: str, agent_id: str, conversation_id: str | None = None) -> int:
+    async def count(
+        self, *, user_id: str, agent_id: str, conversation_id: str | None = None
+    ) -> int:
         """Number of episodes of this user and agent (in one conversation if given)."""
         return await asyncio.to_thread(
-            functools.partial(self.store.count, user_id=user_id, agent_id=agent_id, conversation_id=conversation_id)
+            functools.partial(
+                self.store.count,
+                user_id=user_id,
+                agent_id=agent_id,
+                conversation_id=conversation_id,
+            )
         )
 
     async def get(self, point_id: str, *, user_id: str, agent_id: str) -> dict[str, Any]:
@@ -254,7 +273,11 @@ class EpisodicMemory:
         """The `n` episodes that ended last (by `timestamp_end`), newest first."""
         return await asyncio.to_thread(
             functools.partial(
-                self.store.read_recent, n, user_id=user_id, agent_id=agent_id, conversation_id=conversation_id
+                self.store.read_recent,
+                n,
+                user_id=user_id,
+                agent_id=agent_id,
+                conversation_id=conversation_id,
             )
         )
 
@@ -273,8 +296,12 @@ class EpisodicMemory:
         """
         return await asyncio.to_thread(
             functools.partial(
-                self.store.forget, user_id=user_id, agent_id=agent_id, point_id=point_id,
-                conversation_id=conversation_id, everything=everything,
+                self.store.forget,
+                user_id=user_id,
+                agent_id=agent_id,
+                point_id=point_id,
+                conversation_id=conversation_id,
+                everything=everything,
             )
         )
 
@@ -289,7 +316,10 @@ class EpisodicMemory:
         """Write this user's and agent's episodes to a JSONL file; returns how many."""
         return await asyncio.to_thread(
             functools.partial(
-                self.store.export, destination, user_id=user_id, agent_id=agent_id,
+                self.store.export,
+                destination,
+                user_id=user_id,
+                agent_id=agent_id,
                 conversation_id=conversation_id,
             )
         )
@@ -304,7 +334,9 @@ class EpisodicMemory:
     ) -> ImportReport:
         """Import a JSONL export (see `EpisodeStore.import_` for `errors`)."""
         return await asyncio.to_thread(
-            functools.partial(self.store.import_, source, errors=errors, user_id=user_id, agent_id=agent_id)
+            functools.partial(
+                self.store.import_, source, errors=errors, user_id=user_id, agent_id=agent_id
+            )
         )
 
     async def stats(self, *, user_id: str, agent_id: str, top: int = 5) -> dict[str, Any]:

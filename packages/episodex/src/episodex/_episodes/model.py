@@ -144,7 +144,9 @@ class ConversationEpisode(BaseModel):
         return self
 
     @classmethod
-    def parse(cls, data: ConversationEpisode | Mapping[str, Any], *, where: str = "") -> ConversationEpisode:
+    def parse(
+        cls, data: ConversationEpisode | Mapping[str, Any], *, where: str = ""
+    ) -> ConversationEpisode:
         """Validate a mapping (or pass an episode through), raising episodex's ValidationError."""
         return parse_model(cls, data, what="episode", where=where)
 
@@ -176,13 +178,17 @@ class ConversationEpisode(BaseModel):
         }
 
 
-def payload_to_item(point_id: str, payload: Mapping[str, Any], score: float | None = None) -> dict[str, Any]:
+def payload_to_item(
+    point_id: str, payload: Mapping[str, Any], score: float | None = None
+) -> dict[str, Any]:
     """A stored payload as the dict users get back: ids, texts, fields, datetimes."""
     item: dict[str, Any] = {"point_id": point_id}
     if score is not None:
         item["score"] = score
     for key, value in payload.items():
-        if key in ("timestamp_begin", "timestamp_end", "created_at") and isinstance(value, int | float):
+        if key in ("timestamp_begin", "timestamp_end", "created_at") and isinstance(
+            value, int | float
+        ):
             item[key] = datetime.fromtimestamp(value, UTC)
         elif key != "schema":
             item[key] = value

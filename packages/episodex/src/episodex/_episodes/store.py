@@ -34,10 +34,6 @@ STREAMS = ("short", "long", "bm25")
 RecallResult = dict[str, list[dict[str, Any]]]
 
 
-
-
-
-
 @dataclass
 class ImportReport:
     """What an import did.
@@ -128,8 +124,12 @@ class EpisodeStore:
         if isinstance(episodes, Mapping | str | bytes):
             raise ValidationError("memorize_many takes a list of episodes, not a single one")
         if not isinstance(episodes, Iterable):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ValidationError(f"memorize_many takes a list of episodes, got {type(episodes).__name__}")
-        parsed = [ConversationEpisode.parse(e, where=f"episode {i}: ") for i, e in enumerate(episodes)]
+            raise ValidationError(
+                f"memorize_many takes a list of episodes, got {type(episodes).__name__}"
+            )
+        parsed = [
+            ConversationEpisode.parse(e, where=f"episode {i}: ") for i, e in enumerate(episodes)
+        ]
         explicit = any(ep.point_id is not None for ep in parsed)
         ids: list[str] = []
         # With explicit ids, checking their owners and writing must not interleave with
@@ -149,7 +149,8 @@ class EpisodeStore:
         """Positions of episodes whose `point_id` belongs to another user or agent, and why."""
         claims = [(i, ep) for i, ep in enumerate(episodes) if ep.point_id is not None]
         found = foreign_claims(
-            self.engine, self.collection,
+            self.engine,
+            self.collection,
             [(ep.point_id or "", (ep.user_id, ep.agent_id)) for _, ep in claims],
             ("user_id", "agent_id"),
             id_field="point_id",
@@ -196,9 +197,17 @@ class EpisodeStore:
         result: RecallResult = {"same_conversation": [], "previous_conversations": []}
         sides: list[tuple[str, Filter, int]] = []
         if conversation_id is not None and same_limit > 0:
-            sides.append(("same_conversation", base.and_(Match("conversation_id", conversation_id)), same_limit))
+            sides.append(
+                (
+                    "same_conversation",
+                    base.and_(Match("conversation_id", conversation_id)),
+                    same_limit,
+                )
+            )
         if prev_limit > 0:
-            prev = base.and_not(Match("conversation_id", conversation_id)) if conversation_id else base
+            prev = (
+                base.and_not(Match("conversation_id", conversation_id)) if conversation_id else base
+            )
             sides.append(("previous_conversations", prev, prev_limit))
         if not sides:
             return result
@@ -217,7 +226,9 @@ class EpisodeStore:
             for _, flt, limit in sides
         ]
         if not with_stream_ranks:
-            for (name, _, _), hits in zip(sides, self.engine.query(self.collection, requests), strict=True):
+            for (name, _, _), hits in zip(
+                sides, self.engine.query(self.collection, requests), strict=True
+            ):
                 result[name].extend(payload_to_item(h.id, h.payload, h.score) for h in hits)
             return result
         # The streams also run alone, ids only, in the same batch: the rank each gave each hit.
@@ -225,7 +236,9 @@ class EpisodeStore:
         for (name, _, _), explained in zip(sides, answers, strict=True):
             for hit, ranks in explained:
                 item = payload_to_item(hit.id, hit.payload, hit.score)
-                item["streams"] = {s: {"rank": rank, "score": score} for s, (rank, score) in ranks.items()}
+                item["streams"] = {
+                    s: {"rank": rank, "score": score} for s, (rank, score) in ranks.items()
+                }
                 result[name].append(item)
         return result
 
@@ -233,7 +246,9 @@ class EpisodeStore:
         streams: list[Stream] = []
         if weights["short"] > 0 or weights["long"] > 0:
             dense = self.embedder.embed_query(query).tolist()
-            streams.extend(Stream(name, dense, stage1) for name in ("short", "long") if weights[name] > 0)
+            streams.extend(
+                Stream(name, dense, stage1) for name in ("short", "long") if weights[name] > 0
+            )
         if weights["bm25"] > 0:
             sparse = self.bm25.query(query)
             if sparse.indices:
@@ -244,7 +259,9 @@ class EpisodeStore:
         """Number of episodes of this user and agent (in one conversation if given)."""
         flt = tenant_filter(user_id, agent_id)
         if conversation_id is not None:
-            flt = flt.and_(Match("conversation_id", require_text("conversation_id", conversation_id)))
+            flt = flt.and_(
+                Match("conversation_id", require_text("conversation_id", conversation_id))
+            )
         return self.engine.count(self.collection, flt)
 
     def get(self, point_id: str, *, user_id: str, agent_id: str) -> dict[str, Any]:
@@ -252,7 +269,9 @@ class EpisodeStore:
         flt = tenant_filter(user_id, agent_id)
         hit = self._find(point_id, flt)
         if hit is None:
-            raise NotFoundError(f"no episode {point_id!r} for user {user_id!r} and agent {agent_id!r}")
+            raise NotFoundError(
+                f"no episode {point_id!r} for user {user_id!r} and agent {agent_id!r}"
+            )
         return payload_to_item(hit.id, hit.payload)
 
     def _find(self, point_id: object, flt: Filter) -> Hit | None:
@@ -274,7 +293,9 @@ class EpisodeStore:
         flt = tenant_filter(user_id, agent_id)
         n = require_int("n", n)
         if conversation_id is not None:
-            flt = flt.and_(Match("conversation_id", require_text("conversation_id", conversation_id)))
+            flt = flt.and_(
+                Match("conversation_id", require_text("conversation_id", conversation_id))
+            )
         if n == 0:
             return []
         hits, _ = self.engine.scroll(self.collection, flt, limit=n, order_by="timestamp_end")
@@ -286,7 +307,9 @@ class EpisodeStore:
         """Every episode of this user and agent, in pages, in storage order."""
         flt = tenant_filter(user_id, agent_id)
         if conversation_id is not None:
-            flt = flt.and_(Match("conversation_id", require_text("conversation_id", conversation_id)))
+            flt = flt.and_(
+                Match("conversation_id", require_text("conversation_id", conversation_id))
+            )
         offset: str | None = None
         while True:
             hits, offset = self.engine.scroll(self.collection, flt, limit=page, offset=offset)
@@ -317,13 +340,14 @@ class EpisodeStore:
                 "forget needs exactly one of point_id=..., conversation_id=... or everything=True"
             )
         if point_id is not None:
-
             hit = self._find(point_id, flt)
             if hit is None:
                 return 0
             flt = flt.and_(HasId((hit.id,)))
         elif conversation_id is not None:
-            flt = flt.and_(Match("conversation_id", require_text("conversation_id", conversation_id)))
+            flt = flt.and_(
+                Match("conversation_id", require_text("conversation_id", conversation_id))
+            )
         with self._write_lock:
             n = self.engine.count(self.collection, flt)
             if n:
@@ -341,7 +365,9 @@ class EpisodeStore:
         conversation_id: str | None = None,
     ) -> int:
         """Write this user's and agent's episodes as JSONL (one `memorize` record a line)."""
-        hits = self.iter_episodes(user_id=user_id, agent_id=agent_id, conversation_id=conversation_id)
+        hits = self.iter_episodes(
+            user_id=user_id, agent_id=agent_id, conversation_id=conversation_id
+        )
         if isinstance(destination, str | Path):
             path = Path(destination)
             tmp = path.with_name(f".{path.name}.tmp")
@@ -399,7 +425,9 @@ class EpisodeStore:
             try:
                 line = raw.decode("utf-8") if isinstance(raw, bytes) else raw
             except UnicodeDecodeError as exc:
-                report.skipped.append((number, f"not UTF-8 text ({exc.reason} at byte {exc.start})"))
+                report.skipped.append(
+                    (number, f"not UTF-8 text ({exc.reason} at byte {exc.start})")
+                )
                 continue
             if not line.strip():
                 continue
@@ -414,10 +442,14 @@ class EpisodeStore:
                 report.skipped.append((number, str(exc)))
                 continue
             if user_id is not None and episode.user_id != user_id:
-                report.skipped.append((number, f"belongs to user {episode.user_id!r}, not {user_id!r}"))
+                report.skipped.append(
+                    (number, f"belongs to user {episode.user_id!r}, not {user_id!r}")
+                )
                 continue
             if agent_id is not None and episode.agent_id != agent_id:
-                report.skipped.append((number, f"belongs to agent {episode.agent_id!r}, not {agent_id!r}"))
+                report.skipped.append(
+                    (number, f"belongs to agent {episode.agent_id!r}, not {agent_id!r}")
+                )
                 continue
             valid.append(episode)
             numbers.append(number)
@@ -448,28 +480,42 @@ class EpisodeStore:
         top = require_int("top", top, minimum=1)
         rows: list[Mapping[str, Any]] = []
         fields = (
-            "conversation_id", "flows_activated", "tools_invoked",
-            "timestamp_begin", "timestamp_end", "average_user_sentiment",
+            "conversation_id",
+            "flows_activated",
+            "tools_invoked",
+            "timestamp_begin",
+            "timestamp_end",
+            "average_user_sentiment",
         )
         flt = tenant_filter(user_id, agent_id)
         offset: str | None = None
         while True:
-            hits, offset = self.engine.scroll(self.collection, flt, limit=1024, with_payload=fields, offset=offset)
+            hits, offset = self.engine.scroll(
+                self.collection, flt, limit=1024, with_payload=fields, offset=offset
+            )
             rows.extend(h.payload for h in hits)
             if offset is None:
                 break
         flows = Counter(f for r in rows for f in r.get("flows_activated") or [])
         tools = Counter(t for r in rows for t in r.get("tools_invoked") or [])
         rows.sort(key=lambda r: r["timestamp_end"])
-        sentiments = [float(r["average_user_sentiment"]) for r in rows if r.get("average_user_sentiment") is not None]
+        sentiments = [
+            float(r["average_user_sentiment"])
+            for r in rows
+            if r.get("average_user_sentiment") is not None
+        ]
         slope = _slope(sentiments)
         return {
             "user_id": user_id,
             "agent_id": agent_id,
             "episodes": len(rows),
             "conversations": len({r["conversation_id"] for r in rows}),
-            "first_episode_at": datetime.fromtimestamp(rows[0]["timestamp_begin"], UTC) if rows else None,
-            "last_episode_at": datetime.fromtimestamp(rows[-1]["timestamp_end"], UTC) if rows else None,
+            "first_episode_at": datetime.fromtimestamp(rows[0]["timestamp_begin"], UTC)
+            if rows
+            else None,
+            "last_episode_at": datetime.fromtimestamp(rows[-1]["timestamp_end"], UTC)
+            if rows
+            else None,
             "top_flows": flows.most_common(top),
             "top_tools": tools.most_common(top),
             "sentiment_mean": sum(sentiments) / len(sentiments) if sentiments else None,

@@ -79,21 +79,29 @@ def format_lessons(lessons: Iterable[RetrievedLesson | StepMemory], *, max_chars
         elif isinstance(item, StepMemory):  # pyright: ignore[reportUnnecessaryIsInstance]
             memory, score = item, None
         else:
-            raise ValidationError(f"format_lessons takes step memories or retrieved lessons, got {type(item).__name__}")
+            raise ValidationError(
+                f"format_lessons takes step memories or retrieved lessons, got {type(item).__name__}"
+            )
         if memory.kind is None:
             continue
         number += 1
-        path = sanitize_lesson_text(memory.env_pre.path, max_chars=80).replace("[", "(").replace("]", ")")
+        path = (
+            sanitize_lesson_text(memory.env_pre.path, max_chars=80)
+            .replace("[", "(")
+            .replace("]", ")")
+        )
         where = f"{path} {round(min(1.0, max(0.0, score)) * 100)}%" if score is not None else path
         lines.append(f"{number}. {memory.kind}: [{where}] {_describe_action(memory, max_chars)}")
-        reason = memory.outcome_reason or (memory.task_incomplete if memory.kind == "AVOID" else None)
+        reason = memory.outcome_reason or (
+            memory.task_incomplete if memory.kind == "AVOID" else None
+        )
         if reason:
             label = "This worked:" if memory.kind == "REPEAT" else "This failed:"
             lines.append(f"   {label} {sanitize_lesson_text(reason, max_chars=max_chars)}")
         if memory.kind == "AVOID" and memory.correction:
-            lines.append(f"   Do this instead: {sanitize_lesson_text(memory.correction, max_chars=max_chars)}")
+            lines.append(
+                f"   Do this instead: {sanitize_lesson_text(memory.correction, max_chars=max_chars)}"
+            )
     if not lines:
         return ""
     return LESSONS_HEADER + "\n" + "\n".join(lines)
-
-

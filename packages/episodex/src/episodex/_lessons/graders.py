@@ -76,16 +76,21 @@ class ProgrammaticGrader:
         descriptions: Mapping[str, str] | None = None,
     ) -> None:
         if (expected_actions is None) == (check is None):
-            raise ConfigurationError("ProgrammaticGrader needs exactly one of expected_actions=[...] or check=...")
+            raise ConfigurationError(
+                "ProgrammaticGrader needs exactly one of expected_actions=[...] or check=..."
+            )
         if expected_actions is not None:
             if isinstance(expected_actions, str) or not all(
-                isinstance(a, str) and a.strip() for a in expected_actions  # pyright: ignore[reportUnnecessaryIsInstance]
+                isinstance(a, str) and a.strip()
+                for a in expected_actions  # pyright: ignore[reportUnnecessaryIsInstance]
             ):
                 raise ConfigurationError(
                     f"expected_actions must be a list of non-empty action strings, got {expected_actions!r}"
                 )
             if not expected_actions:
-                raise ConfigurationError("expected_actions is empty: give the actions that complete the task")
+                raise ConfigurationError(
+                    "expected_actions is empty: give the actions that complete the task"
+                )
         if check is not None and not callable(check):
             raise ConfigurationError(f"check must be a callable taking an EnvState, got {check!r}")
         self.expected_actions = list(expected_actions) if expected_actions is not None else None
@@ -109,29 +114,40 @@ class ProgrammaticGrader:
         for step in steps:
             parts = action_parts(step.action)
             if done < len(wanted) and _same_action(parts, wanted[done]):
-                grades.append(StepGrade(
-                    step_id=step.step_id, correct=True,
-                    explanation=f"Expected step {done + 1} of {len(wanted)}: {self._describe(expected[done])}",
-                ))
+                grades.append(
+                    StepGrade(
+                        step_id=step.step_id,
+                        correct=True,
+                        explanation=f"Expected step {done + 1} of {len(wanted)}: {self._describe(expected[done])}",
+                    )
+                )
                 done += 1
             elif done < len(wanted):
-                grades.append(StepGrade(
-                    step_id=step.step_id, correct=False,
-                    explanation=f"Not an expected action; the next step was {self._describe(expected[done])}",
-                    correction=self._describe(expected[done]),
-                ))
+                grades.append(
+                    StepGrade(
+                        step_id=step.step_id,
+                        correct=False,
+                        explanation=f"Not an expected action; the next step was {self._describe(expected[done])}",
+                        correction=self._describe(expected[done]),
+                    )
+                )
             else:
-                grades.append(StepGrade(
-                    step_id=step.step_id, correct=False,
-                    explanation="The task was already complete; this action was not needed",
-                    correction="Stop: the task is complete",
-                ))
+                grades.append(
+                    StepGrade(
+                        step_id=step.step_id,
+                        correct=False,
+                        explanation="The task was already complete; this action was not needed",
+                        correction="Stop: the task is complete",
+                    )
+                )
         success = done == len(wanted)
         missing = ", ".join(expected[done:])
         return GradingResult(
             grades=grades,
             task_success=success,
-            task_incomplete=None if success else f"{len(wanted) - done} expected action(s) not done: {missing}",
+            task_incomplete=None
+            if success
+            else f"{len(wanted) - done} expected action(s) not done: {missing}",
         )
 
     def _by_check(self, steps: Sequence[StepMemory], check: EnvCheck) -> GradingResult:
@@ -143,14 +159,20 @@ class ProgrammaticGrader:
             verdict = check(step.env_post)
             ok, why = verdict if isinstance(verdict, tuple) else (verdict, "")
             ok = bool(ok)
-            why = why or ("The page after this step passed the check" if ok else "The page after this step failed the check")
+            why = why or (
+                "The page after this step passed the check"
+                if ok
+                else "The page after this step failed the check"
+            )
             grades.append(StepGrade(step_id=step.step_id, correct=ok, explanation=why))
             last_ok = ok
         success = bool(grades) and last_ok
         return GradingResult(
             grades=grades,
             task_success=success,
-            task_incomplete=None if success else "The page after the last step did not pass the check",
+            task_incomplete=None
+            if success
+            else "The page after the last step did not pass the check",
         )
 
 
@@ -197,10 +219,16 @@ class LLMGrader:
         max_chars: Characters shown per text (reasoning, elements list).
     """
 
-    def __init__(self, llm: LLMCallable, *, retries: int = 1, max_elements: int = 40, max_chars: int = 600) -> None:
+    def __init__(
+        self, llm: LLMCallable, *, retries: int = 1, max_elements: int = 40, max_chars: int = 600
+    ) -> None:
         if not callable(llm):
             raise ConfigurationError(f"llm must be an async callable taking a prompt, got {llm!r}")
-        for name, value in (("retries", retries), ("max_elements", max_elements), ("max_chars", max_chars)):
+        for name, value in (
+            ("retries", retries),
+            ("max_elements", max_elements),
+            ("max_chars", max_chars),
+        ):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:  # pyright: ignore[reportUnnecessaryIsInstance]
                 raise ConfigurationError(f"{name} must be an integer >= 0, got {value!r}")
         self.llm = llm
@@ -257,7 +285,9 @@ def _find_object(text: str) -> dict[str, Any]:
                 continue
             if isinstance(value, dict) and ("steps" in value or "grades" in value):
                 return value  # pyright: ignore[reportUnknownVariableType]
-    raise GradingError(f"no JSON object with a 'steps' list in the grader's answer: {_clip(text, 200)!r}")
+    raise GradingError(
+        f"no JSON object with a 'steps' list in the grader's answer: {_clip(text, 200)!r}"
+    )
 
 
 def _flag(value: object, what: str) -> bool:
@@ -308,22 +338,36 @@ def parse_grading(text: object, steps: Sequence[StepMemory]) -> GradingResult:
             try:
                 confidence = float(confidence)
             except ValueError:
-                raise GradingError(f"{where}: confidence must be a number, got {confidence!r}") from None
-        if isinstance(confidence, bool) or not isinstance(confidence, int | float) or confidence != confidence:
+                raise GradingError(
+                    f"{where}: confidence must be a number, got {confidence!r}"
+                ) from None
+        if (
+            isinstance(confidence, bool)
+            or not isinstance(confidence, int | float)
+            or confidence != confidence
+        ):
             raise GradingError(f"{where}: confidence must be a number, got {confidence!r}")
-        grades.append(StepGrade(
-            step_id=step.step_id,
-            correct=_flag(verdict, f"{where}: correct"),
-            explanation=_text(item.get("explanation", item.get("reason")), f"{where}: explanation"),
-            correction=_text(item.get("correction"), f"{where}: correction"),
-            confidence=min(1.0, max(0.0, float(confidence))),
-        ))
+        grades.append(
+            StepGrade(
+                step_id=step.step_id,
+                correct=_flag(verdict, f"{where}: correct"),
+                explanation=_text(
+                    item.get("explanation", item.get("reason")), f"{where}: explanation"
+                ),
+                correction=_text(item.get("correction"), f"{where}: correction"),
+                confidence=min(1.0, max(0.0, float(confidence))),
+            )
+        )
     success_raw = data.get("task_success", data.get("task_verdict", data.get("success")))
     success = _flag(success_raw, "task_success")
     incomplete = _text(data.get("task_incomplete"), "task_incomplete")
     try:
         return GradingResult.parse(
-            {"grades": grades, "task_success": success, "task_incomplete": None if success else incomplete}
+            {
+                "grades": grades,
+                "task_success": success,
+                "task_incomplete": None if success else incomplete,
+            }
         )
     except ValidationError as exc:
         raise GradingError(f"the grader's answer is inconsistent: {exc}") from None

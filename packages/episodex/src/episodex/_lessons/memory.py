@@ -56,14 +56,6 @@ def _scope(user_id: object, agent_id: object, session_id: object) -> Filter:
     return tenant_filter(user_id, agent_id).and_(Match("session_id", session_id))
 
 
-
-
-
-
-
-
-
-
 @dataclass(frozen=True, slots=True)
 class LessonEpisode:
     """The attempt in progress.
@@ -139,7 +131,8 @@ class _LessonStore:
         with self._write_lock:
             # A step id of another user, agent or session must never be overwritten (and moved).
             foreign = foreign_claims(
-                self.engine, self.collection,
+                self.engine,
+                self.collection,
                 [(m.id, (m.user_id, m.agent_id, m.session_id)) for m in embedded],
                 ("user_id", "agent_id", "session_id"),
             )
@@ -156,15 +149,26 @@ class _LessonStore:
             payload["schema"] = LESSONS_SCHEMA_VERSION
             # The state embedding is the point's vector and also kept in the payload, so a
             # loaded or exported step carries it and re-ranking needs no second round trip.
-            points.append(Point(id=m.id, dense={"state": payload["internal_state_embedding"]}, sparse={}, payload=payload))
+            points.append(
+                Point(
+                    id=m.id,
+                    dense={"state": payload["internal_state_embedding"]},
+                    sparse={},
+                    payload=payload,
+                )
+            )
         self.engine.upsert(self.collection, points)
         return embedded
 
-    def scan(self, flt: Filter, fields: bool | Sequence[str] = True) -> list[tuple[str, dict[str, Any]]]:
+    def scan(
+        self, flt: Filter, fields: bool | Sequence[str] = True
+    ) -> list[tuple[str, dict[str, Any]]]:
         rows: list[tuple[str, dict[str, Any]]] = []
         offset: str | None = None
         while True:
-            hits, offset = self.engine.scroll(self.collection, flt, limit=256, with_payload=fields, offset=offset)
+            hits, offset = self.engine.scroll(
+                self.collection, flt, limit=256, with_payload=fields, offset=offset
+            )
             rows.extend((h.id, h.payload) for h in hits)
             if offset is None:
                 return rows
@@ -251,9 +255,13 @@ class StepLessonMemory:
         final_k: int = 2,
     ) -> None:
         if not isinstance(engine, Engine):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigurationError(f"engine must be an episodex Engine, got {type(engine).__name__}")
+            raise ConfigurationError(
+                f"engine must be an episodex Engine, got {type(engine).__name__}"
+            )
         if grader is not None and not isinstance(grader, Grader):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigurationError(f"grader must have an async grade(steps, *, task) method, got {grader!r}")
+            raise ConfigurationError(
+                f"grader must have an async grade(steps, *, task) method, got {grader!r}"
+            )
         self.engine = engine
         self.embedder = resolve_embedder(embedder)
         self.grader = grader
@@ -290,7 +298,9 @@ class StepLessonMemory:
 
     def _require_episode(self) -> LessonEpisode:
         if self._episode is None:
-            raise ValidationError("no episode in progress: call init_episode(session_id, user_id=..., agent_id=...) first")
+            raise ValidationError(
+                "no episode in progress: call init_episode(session_id, user_id=..., agent_id=...) first"
+            )
         return self._episode
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -355,7 +365,9 @@ class StepLessonMemory:
         step_num = max((m.step_num for m in self._steps.values()), default=0) + 1
         step_id = f"rep{episode.rep}-step{step_num}" if step_id is None else step_id
         if step_id in self._steps:
-            raise ValidationError(f"step_id {step_id!r} is already used in this attempt; give each step its own id")
+            raise ValidationError(
+                f"step_id {step_id!r} is already used in this attempt; give each step its own id"
+            )
         memory = StepMemory.parse(
             {
                 "step_id": step_id,
@@ -382,20 +394,26 @@ class StepLessonMemory:
     def _last_step(self) -> StepMemory | None:
         return max(self._steps.values(), key=lambda m: m.step_num, default=None)
 
-    async def record_step_end(self, env_post: EnvState | Mapping[str, Any], *, step_id: str | None = None) -> StepMemory:
+    async def record_step_end(
+        self, env_post: EnvState | Mapping[str, Any], *, step_id: str | None = None
+    ) -> StepMemory:
         """Record the state after a step (the last one unless `step_id` is given)."""
         self._require_episode()
         env = EnvState.parse(env_post, where="env_post: ")
         step = self._steps.get(step_id) if step_id is not None else self._last_step()
         if step is None:
             raise ValidationError(
-                f"no step {step_id!r} in this attempt" if step_id is not None else "no step recorded yet"
+                f"no step {step_id!r} in this attempt"
+                if step_id is not None
+                else "no step recorded yet"
             )
         updated = step.replace(env_post=env)
         self._steps[step.step_id] = updated
         return updated
 
-    async def persist_memories(self, *, final_env: EnvState | Mapping[str, Any] | None = None) -> list[str]:
+    async def persist_memories(
+        self, *, final_env: EnvState | Mapping[str, Any] | None = None
+    ) -> list[str]:
         """Store the attempt's steps (embedding their internal states); returns their ids.
 
         `final_env` is the state after the last step, if not recorded yet. Storing again
@@ -408,11 +426,16 @@ class StepLessonMemory:
         snapshot = self.steps
         stored = await asyncio.to_thread(self._store.write, snapshot)
         for memory in stored:
-            if self._steps.get(memory.step_id) is not None and self._steps[memory.step_id].id == memory.id:
+            if (
+                self._steps.get(memory.step_id) is not None
+                and self._steps[memory.step_id].id == memory.id
+            ):
                 self._steps[memory.step_id] = memory
         return [m.id for m in stored]
 
-    async def add_grades(self, grading_result: GradingResult | Mapping[str, Any], *, run_id: str | None = None) -> list[StepMemory]:
+    async def add_grades(
+        self, grading_result: GradingResult | Mapping[str, Any], *, run_id: str | None = None
+    ) -> list[StepMemory]:
         """Apply a grading result to an attempt's steps and store them; returns the steps.
 
         Graded steps become `success` or `failure` with the grader's explanation, correction
@@ -430,9 +453,13 @@ class StepLessonMemory:
             steps = self.steps
         else:
             scope = _scope(episode.user_id, episode.agent_id, episode.session_id)
-            steps = await asyncio.to_thread(self._store.load, scope.and_(Match("run_id", run_id or "")))
+            steps = await asyncio.to_thread(
+                self._store.load, scope.and_(Match("run_id", run_id or ""))
+            )
             if not steps:
-                raise ValidationError(f"no stored attempt {run_id!r} in session {episode.session_id!r}")
+                raise ValidationError(
+                    f"no stored attempt {run_id!r} in session {episode.session_id!r}"
+                )
         by_id = {m.step_id: m for m in steps}
         unknown = [g.step_id for g in result.grades if g.step_id not in by_id]
         if unknown:
@@ -442,7 +469,9 @@ class StepLessonMemory:
         grades = {g.step_id: g for g in result.grades}
         updated: list[StepMemory] = []
         for memory in steps:
-            changes: dict[str, Any] = {"task_incomplete": None if result.task_success else result.task_incomplete}
+            changes: dict[str, Any] = {
+                "task_incomplete": None if result.task_success else result.task_incomplete
+            }
             grade = grades.get(memory.step_id)
             if grade is not None:
                 changes.update(
@@ -469,7 +498,9 @@ class StepLessonMemory:
             _log.warning(
                 "no grader: the %d step(s) of session %r rep %d are stored as pending and will "
                 "never become lessons; pass grader= to StepLessonMemory or end_episode",
-                len(self._steps), episode.session_id, episode.rep,
+                len(self._steps),
+                episode.session_id,
+                episode.rep,
             )
             return None
         raw = await grader.grade(self.steps, task=episode.task)
@@ -506,12 +537,18 @@ class StepLessonMemory:
         episode = self._require_episode()
         env = EnvState.parse(current_env, where="current_env: ")
         if not isinstance(current_state, str):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ValidationError(f"current_state must be a string, got {type(current_state).__name__}")
+            raise ValidationError(
+                f"current_state must be a string, got {type(current_state).__name__}"
+            )
         d = self.defaults
-        threshold = check_unit("env_threshold", d["env_threshold"] if env_threshold is None else env_threshold)
+        threshold = check_unit(
+            "env_threshold", d["env_threshold"] if env_threshold is None else env_threshold
+        )
         keep = require_int("top_k", d["top_k"] if top_k is None else top_k, minimum=1)
         w_env = require_weight("env_weight", d["env_weight"] if env_weight is None else env_weight)
-        w_state = require_weight("state_weight", d["state_weight"] if state_weight is None else state_weight)
+        w_state = require_weight(
+            "state_weight", d["state_weight"] if state_weight is None else state_weight
+        )
         final = require_int("final_k", d["final_k"] if final_k is None else final_k, minimum=0)
         if episode.rep <= 1:
             return []
@@ -525,8 +562,14 @@ class StepLessonMemory:
             return []
         vectors = await asyncio.to_thread(self._store.embed, [current_state or " "])
         return rank_lessons(
-            candidates, env, vectors[0], env_threshold=threshold, top_k=keep,
-            env_weight=w_env, state_weight=w_state, final_k=final,
+            candidates,
+            env,
+            vectors[0],
+            env_threshold=threshold,
+            top_k=keep,
+            env_weight=w_env,
+            state_weight=w_state,
+            final_k=final,
         )
 
     async def lessons_block(
@@ -536,13 +579,19 @@ class StepLessonMemory:
         return format_lessons(await self.retrieve_memories(current_env, current_state, **options))
 
     async def load_all_memories_for_session(
-        self, session_id: str | None = None, *, user_id: str | None = None, agent_id: str | None = None
+        self,
+        session_id: str | None = None,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
     ) -> list[StepMemory]:
         """Every stored step of a session, by rep then step (defaults: the episode in progress)."""
         episode = self._episode
         user_id = user_id if user_id is not None else (episode.user_id if episode else None)
         agent_id = agent_id if agent_id is not None else (episode.agent_id if episode else None)
-        session_id = session_id if session_id is not None else (episode.session_id if episode else None)
+        session_id = (
+            session_id if session_id is not None else (episode.session_id if episode else None)
+        )
         return await asyncio.to_thread(self._store.load, _scope(user_id, agent_id, session_id))
 
     async def store_memories(self, memories: Iterable[StepMemory | Mapping[str, Any]]) -> list[str]:

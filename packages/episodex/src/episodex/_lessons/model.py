@@ -191,7 +191,9 @@ class StepMemory(BaseModel):
             raise ValueError("must contain text, not only whitespace")
         return value
 
-    @field_validator("think", "action_element_text", "outcome_reason", "correction", "task_incomplete")
+    @field_validator(
+        "think", "action_element_text", "outcome_reason", "correction", "task_incomplete"
+    )
     @classmethod
     def _optional_text(cls, value: str | None) -> str | None:
         return _blank_to_none(value)
@@ -289,7 +291,9 @@ class GradingResult(BaseModel):
                 raise ValueError(f"step {grade.step_id!r} is graded twice")
             seen.add(grade.step_id)
         if self.task_success and self.task_incomplete is not None:
-            raise ValueError("task_incomplete says why a task failed; leave it empty when task_success is true")
+            raise ValueError(
+                "task_incomplete says why a task failed; leave it empty when task_success is true"
+            )
         return self
 
     @classmethod

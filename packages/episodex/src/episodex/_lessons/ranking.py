@@ -113,5 +113,3 @@ def rank_lessons(
     chosen = chosen[:final_k]
     chosen.sort(key=lambda r: unique.index(r))
     return chosen
-
-

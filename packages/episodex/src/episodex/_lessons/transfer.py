@@ -22,26 +22,24 @@ __all__ = ["export_memories", "import_memories"]
 ExportFormat = Literal["json", "csv", "prompt"]
 
 
-
-
-
-
-
-
-
-
 # -- json and csv ------------------------------------------------------------------------
 
 _COLUMNS = tuple(StepMemory.model_fields)
 _JSON_COLUMNS = {"env_pre", "env_post", "internal_state_embedding", "metadata"}
 
 
-def _memories(items: Iterable[StepMemory | RetrievedLesson | Mapping[str, Any]]) -> list[StepMemory]:
+def _memories(
+    items: Iterable[StepMemory | RetrievedLesson | Mapping[str, Any]],
+) -> list[StepMemory]:
     if isinstance(items, Mapping | str | bytes | StepMemory | RetrievedLesson):
         raise ValidationError("export_memories takes a list of step memories, not a single one")
     out: list[StepMemory] = []
     for i, item in enumerate(items):
-        out.append(item.memory if isinstance(item, RetrievedLesson) else StepMemory.parse(item, where=f"memory {i}: "))
+        out.append(
+            item.memory
+            if isinstance(item, RetrievedLesson)
+            else StepMemory.parse(item, where=f"memory {i}: ")
+        )
     return out
 
 
@@ -69,7 +67,10 @@ def export_memories(
     if fmt == "prompt":
         if isinstance(memories, Mapping | str | bytes):
             raise ValidationError("export_memories takes a list of step memories, not a single one")
-        return format_lessons(m if isinstance(m, RetrievedLesson | StepMemory) else StepMemory.parse(m) for m in memories)
+        return format_lessons(
+            m if isinstance(m, RetrievedLesson | StepMemory) else StepMemory.parse(m)
+            for m in memories
+        )
     if fmt not in ("json", "csv"):
         raise ValidationError(f"fmt must be 'json', 'csv' or 'prompt', got {fmt!r}")
     parsed = _memories(memories)
@@ -119,7 +120,9 @@ def import_memories(text: str, fmt: Literal["json", "csv"] = "json") -> list[Ste
     if not isinstance(text, str):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise ValidationError(f"import_memories takes the exported text, got {type(text).__name__}")
     if fmt == "prompt":  # pyright: ignore[reportUnnecessaryComparison]
-        raise ValidationError("the prompt format is for a model to read and cannot be imported; export json or csv")
+        raise ValidationError(
+            "the prompt format is for a model to read and cannot be imported; export json or csv"
+        )
     if fmt not in ("json", "csv"):
         raise ValidationError(f"fmt must be 'json' or 'csv', got {fmt!r}")
     errors: list[tuple[int, str]] = []
@@ -128,9 +131,14 @@ def import_memories(text: str, fmt: Literal["json", "csv"] = "json") -> list[Ste
         try:
             records = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ImportFileError(f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", [(exc.lineno, exc.msg)]) from None
+            raise ImportFileError(
+                f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
+                [(exc.lineno, exc.msg)],
+            ) from None
         if not isinstance(records, list):
-            raise ImportFileError("a json export is an array of step memories", [(1, "not an array")])
+            raise ImportFileError(
+                "a json export is an array of step memories", [(1, "not an array")]
+            )
         for number, record in enumerate(records, start=1):  # pyright: ignore[reportUnknownVariableType]
             try:
                 out.append(StepMemory.parse(record))  # pyright: ignore[reportUnknownArgumentType]
@@ -145,7 +153,8 @@ def import_memories(text: str, fmt: Literal["json", "csv"] = "json") -> list[Ste
         missing = [c for c in _COLUMNS if c not in header]
         extra = [c for c in header if c not in _COLUMNS]
         raise ImportFileError(
-            f"the csv header is not a step-memory export: missing {missing}, unknown {extra}", [(1, "bad header")]
+            f"the csv header is not a step-memory export: missing {missing}, unknown {extra}",
+            [(1, "bad header")],
         )
     for number, row in enumerate(reader, start=1):
         try:

@@ -88,7 +88,9 @@ class JSONLMemoryStore:
         bm25: Bm25Encoder | None = None,
     ) -> None:
         if on_torn_line not in ("repair", "raise"):
-            raise ConfigurationError(f"on_torn_line must be 'repair' or 'raise', got {on_torn_line!r}")
+            raise ConfigurationError(
+                f"on_torn_line must be 'repair' or 'raise', got {on_torn_line!r}"
+            )
         if not isinstance(filename, str) or not filename or Path(filename).name != filename:  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigurationError(f"filename must be a plain file name, got {filename!r}")
         self.dir = Path(dir)
@@ -192,7 +194,10 @@ class JSONLMemoryStore:
         logger.warning(
             "episodex: %s ended with a torn line %d (%d bytes, a write cut short by a crash); "
             "moved it to %s",
-            self.path, number, len(fragment), side,
+            self.path,
+            number,
+            len(fragment),
+            side,
         )
         return torn
 
@@ -278,9 +283,13 @@ class JSONLMemoryStore:
             self._remove(id_)
 
     def _ordered(self) -> list[_Entry]:
-        return sorted(self._entries.values(), key=lambda e: (e.episode.completed_at, e.seq), reverse=True)
+        return sorted(
+            self._entries.values(), key=lambda e: (e.episode.completed_at, e.seq), reverse=True
+        )
 
-    def _search(self, query: str, k: int, flt: Mapping[str, Any], threshold: float | None) -> list[Episode]:
+    def _search(
+        self, query: str, k: int, flt: Mapping[str, Any], threshold: float | None
+    ) -> list[Episode]:
         q = self._bm25.query(query)
         with self._lock:
             n = len(self._entries)
@@ -376,7 +385,10 @@ class JSONLMemoryStore:
                     record: dict[str, Any] = {"op": "write", "episode": e.episode.to_record()}
                     if e.text is not None:
                         record["text"] = e.text
-                    fh.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
+                    fh.write(
+                        json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode()
+                        + b"\n"
+                    )
                 fh.flush()
                 os.fsync(fh.fileno())
             tmp.replace(self.path)

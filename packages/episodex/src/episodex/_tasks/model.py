@@ -38,17 +38,36 @@ Id = Annotated[StrictStr, Field(min_length=1, max_length=512)]
 FormatMode = Literal["xml", "concat"]
 
 EpisodeField = Literal[
-    "id_", "task_id", "instruction", "rollout", "result", "additional_data", "error", "metadata",
+    "id_",
+    "task_id",
+    "instruction",
+    "rollout",
+    "result",
+    "additional_data",
+    "error",
+    "metadata",
     "completed_at",
 ]
 
 #: Every field `Episode.format` can show, in the order it shows them.
 EPISODE_FIELDS: tuple[EpisodeField, ...] = (
-    "id_", "task_id", "instruction", "rollout", "result", "additional_data", "error", "metadata",
+    "id_",
+    "task_id",
+    "instruction",
+    "rollout",
+    "result",
+    "additional_data",
+    "error",
+    "metadata",
     "completed_at",
 )
 #: What `Episode.format` shows unless told otherwise; the rollout is long, so it is left out.
-DEFAULT_FIELDS: tuple[EpisodeField, ...] = ("instruction", "result", "additional_data", "completed_at")
+DEFAULT_FIELDS: tuple[EpisodeField, ...] = (
+    "instruction",
+    "result",
+    "additional_data",
+    "completed_at",
+)
 
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 
@@ -246,7 +265,11 @@ class Episode(_Model):
         if name == "error":
             return self.error or ""
         if name == "metadata":
-            return json.dumps(self.metadata, ensure_ascii=False, sort_keys=True) if self.metadata else ""
+            return (
+                json.dumps(self.metadata, ensure_ascii=False, sort_keys=True)
+                if self.metadata
+                else ""
+            )
         return self.completed_at.strftime(TIME_FORMAT)
 
     def format(self, mode: FormatMode = "xml", include: Iterable[str] | None = None) -> str:

@@ -110,7 +110,11 @@ class QdrantMemoryStore:
         sources = [
             name
             for name, value in (
-                ("path", path), ("url", url), ("location", location), ("engine", engine), ("memory", memory),
+                ("path", path),
+                ("url", url),
+                ("location", location),
+                ("engine", engine),
+                ("memory", memory),
             )
             if value is not None
         ]
@@ -203,7 +207,9 @@ class QdrantMemoryStore:
         with self._write_lock:
             old = self._find(episode.id_)
             if old is None:
-                raise EpisodeNotFoundError(f"no episode {episode.id_!r} in collection {self.collection!r}")
+                raise EpisodeNotFoundError(
+                    f"no episode {episode.id_!r} in collection {self.collection!r}"
+                )
             custom = old.get("text") != embedded_text_arg(Episode.parse(old["episode"]), None)
             same_task = old["episode"]["task"] == episode.task.model_dump(mode="json")
             text = old["text"] if custom and same_task else None
@@ -220,7 +226,11 @@ class QdrantMemoryStore:
         if n == 0:
             return []
         hits, _ = self.engine.scroll(
-            self.collection, Filter(), limit=n, order_by="completed_at", descending=descending,
+            self.collection,
+            Filter(),
+            limit=n,
+            order_by="completed_at",
+            descending=descending,
             with_payload=("episode",),
         )
         return [Episode.parse(h.payload["episode"]) for h in hits]
@@ -243,7 +253,9 @@ class QdrantMemoryStore:
             if mode != "bm25" and weights["dense"] > 0
             else None
         )
-        sparse_vec = self.bm25.query(query) if mode != "dense" and weights["bm25"] > 0 else SparseVec([], [])
+        sparse_vec = (
+            self.bm25.query(query) if mode != "dense" and weights["bm25"] > 0 else SparseVec([], [])
+        )
         sparse = Stream("bm25", sparse_vec, stage1) if sparse_vec.indices else None
         payload = ("episode",)
         if mode == "dense" or sparse is None:
@@ -262,7 +274,9 @@ class QdrantMemoryStore:
                 if not passing:
                     return []
                 flt = flt.and_(HasId(tuple(h.id for h in passing)))
-            request = Fused((dense, sparse), (weights["dense"], weights["bm25"]), rrf_k, flt, k, payload)
+            request = Fused(
+                (dense, sparse), (weights["dense"], weights["bm25"]), rrf_k, flt, k, payload
+            )
         hits = self.engine.query(self.collection, [request])[0]
         return [Episode.parse(h.payload["episode"]) for h in hits]
 
@@ -272,7 +286,10 @@ class QdrantMemoryStore:
         oldest = self._recent(1, descending=False)
         where = f"collection {self.collection!r} on {self.engine.kind}"
         return describe_store(
-            f"QdrantMemoryStore ({where})", count, newest[0] if newest else None, oldest[0] if oldest else None
+            f"QdrantMemoryStore ({where})",
+            count,
+            newest[0] if newest else None,
+            oldest[0] if oldest else None,
         )
 
     # -- the store protocol --------------------------------------------------------------
@@ -315,7 +332,11 @@ class QdrantMemoryStore:
         query = require_text("query", query)
         k = require_int("k", k)
         raw_filter = kwargs.get("filter")
-        flt = raw_filter if isinstance(raw_filter, Filter) else _plan_filter(metadata_filter(raw_filter))
+        flt = (
+            raw_filter
+            if isinstance(raw_filter, Filter)
+            else _plan_filter(metadata_filter(raw_filter))
+        )
         threshold = threshold_arg(kwargs.get("score_threshold"))
         mode = kwargs.get("mode", "hybrid")
         if mode not in ("hybrid", "dense", "bm25"):
@@ -365,5 +386,7 @@ def _plan_filter(flt: Mapping[str, str | int | tuple[str, ...]]) -> Filter:
     conditions: list[Condition] = []
     for key, wanted in flt.items():
         path = f"metadata.{key}"
-        conditions.append(MatchAny(path, wanted) if isinstance(wanted, tuple) else Match(path, wanted))
+        conditions.append(
+            MatchAny(path, wanted) if isinstance(wanted, tuple) else Match(path, wanted)
+        )
     return Filter(must=tuple(conditions))

@@ -164,7 +164,9 @@ def metadata_filter(value: object) -> dict[str, str | int | tuple[str, ...]]:
     checked: dict[str, str | int | tuple[str, ...]] = {}
     for key, wanted in value.items():  # pyright: ignore[reportUnknownVariableType]
         if not isinstance(key, str) or not key or any(not part for part in key.split(".")):
-            raise ValidationError(f"filter key {key!r} must be a metadata key like 'user' or 'run.id'")
+            raise ValidationError(
+                f"filter key {key!r} must be a metadata key like 'user' or 'run.id'"
+            )
         if isinstance(wanted, bool):
             # The embedded engine's binding reads True as the integer 1 and never matches a
             # JSON boolean, so a boolean filter would silently find nothing there.
@@ -175,9 +177,7 @@ def metadata_filter(value: object) -> dict[str, str | int | tuple[str, ...]]:
         if isinstance(wanted, str | int):
             checked[key] = wanted
         elif (
-            isinstance(wanted, Sequence)
-            and wanted
-            and all(isinstance(v, str) for v in wanted)  # pyright: ignore[reportUnknownVariableType]
+            isinstance(wanted, Sequence) and wanted and all(isinstance(v, str) for v in wanted)  # pyright: ignore[reportUnknownVariableType]
         ):
             checked[key] = tuple(wanted)  # pyright: ignore[reportUnknownArgumentType]
         else:
@@ -197,7 +197,9 @@ def _lookup(metadata: Mapping[str, Any], key: str) -> Any:
     return value
 
 
-def metadata_matches(metadata: Mapping[str, Any], flt: Mapping[str, str | int | tuple[str, ...]]) -> bool:
+def metadata_matches(
+    metadata: Mapping[str, Any], flt: Mapping[str, str | int | tuple[str, ...]]
+) -> bool:
     """In-process twin of the Qdrant filter: a list field matches if any element matches."""
     for key, wanted in flt.items():
         value = _lookup(metadata, key)

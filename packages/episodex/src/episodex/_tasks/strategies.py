@@ -167,7 +167,9 @@ async def render_memories(
         for memory, ranking in zip(memories, rankings, strict=True):
             if rank < len(ranking) and ranking[rank].id_ not in seen:
                 seen.add(ranking[rank].id_)
-                items.append(ranking[rank].fields(include if include is not None else memory.include))
+                items.append(
+                    ranking[rank].fields(include if include is not None else memory.include)
+                )
     return _fit(items, budget, token_counter(encoding))
 
 
@@ -177,7 +179,9 @@ def as_task(task: object) -> Task:
         return task
     if isinstance(task, str):
         return Task(instruction=task)
-    raise ValidationError(f"task must be a Task or an instruction string, got {type(task).__name__}")
+    raise ValidationError(
+        f"task must be a Task or an instruction string, got {type(task).__name__}"
+    )
 
 
 def _episode(value: object) -> Episode:
@@ -243,7 +247,9 @@ class BaseMemory(ABC):
         """
         budget = _budget_arg(max_tokens)
         episodes = await self.retrieve(as_task(task))
-        return render_episodes(episodes, max_tokens=budget, include=self.include, encoding=self.encoding)
+        return render_episodes(
+            episodes, max_tokens=budget, include=self.include, encoding=self.encoding
+        )
 
 
 class _StoreMemory(BaseMemory):
@@ -321,7 +327,9 @@ class SimilarityMemory(_StoreMemory):
         self.store = _store_arg(store)
         self.k = require_int("k", k, minimum=1, error=ConfigurationError)
         if search_kwargs is not None and not isinstance(search_kwargs, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigurationError(f"search_kwargs must be a mapping, got {type(search_kwargs).__name__}")
+            raise ConfigurationError(
+                f"search_kwargs must be a mapping, got {type(search_kwargs).__name__}"
+            )
         self.search_kwargs: dict[str, Any] = dict(search_kwargs or {})
 
     async def retrieve(self, task: Task | str) -> list[Episode]:
@@ -368,10 +376,19 @@ class HybridMemory(_StoreMemory):
         self.recency = RecencyMemory(store, n)
         self.similarity = SimilarityMemory(store, k, search_kwargs)
         self.store = self.recency.store
-        self.limit = None if limit is None else require_int("limit", limit, minimum=1, error=ConfigurationError)
-        self.weights = (require_weight("recency_weight", recency_weight, error=ConfigurationError), require_weight("similarity_weight", similarity_weight, error=ConfigurationError))
+        self.limit = (
+            None
+            if limit is None
+            else require_int("limit", limit, minimum=1, error=ConfigurationError)
+        )
+        self.weights = (
+            require_weight("recency_weight", recency_weight, error=ConfigurationError),
+            require_weight("similarity_weight", similarity_weight, error=ConfigurationError),
+        )
         if not any(self.weights):
-            raise ConfigurationError("recency_weight and similarity_weight are both 0: give one a weight > 0")
+            raise ConfigurationError(
+                "recency_weight and similarity_weight are both 0: give one a weight > 0"
+            )
         self.rrf_k = require_int("rrf_k", rrf_k, minimum=1, error=ConfigurationError)
 
     async def retrieve(self, task: Task | str) -> list[Episode]:
@@ -383,7 +400,9 @@ class HybridMemory(_StoreMemory):
         scores: dict[str, float] = {}
         firsts: dict[str, tuple[int, int]] = {}
         episodes: dict[str, Episode] = {}
-        for stream, (ranking, weight) in enumerate(((similar, self.weights[1]), (recent, self.weights[0]))):
+        for stream, (ranking, weight) in enumerate(
+            ((similar, self.weights[1]), (recent, self.weights[0]))
+        ):
             for rank, episode in enumerate(ranking, start=1):
                 if weight <= 0:
                     continue
@@ -464,18 +483,26 @@ class ReflectiveMemory(_StoreMemory):
         super().__init__(include=include, encoding=encoding)
         self.store = _store_arg(store)
         if not callable(llm):
-            raise ConfigurationError(f"llm must be an async callable str -> str, got {type(llm).__name__}")
+            raise ConfigurationError(
+                f"llm must be an async callable str -> str, got {type(llm).__name__}"
+            )
         self.llm = llm
         self.n = require_int("n", n, minimum=1, error=ConfigurationError)
         self.template = _template_arg(template)
         if timeout is not None and (
             isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0  # pyright: ignore[reportUnnecessaryIsInstance]
         ):
-            raise ConfigurationError(f"timeout must be a number of seconds > 0 or None, got {timeout!r}")
+            raise ConfigurationError(
+                f"timeout must be a number of seconds > 0 or None, got {timeout!r}"
+            )
         self.timeout = timeout
-        self.max_reflection_chars = require_int("max_reflection_chars", max_reflection_chars, minimum=1, error=ConfigurationError)
+        self.max_reflection_chars = require_int(
+            "max_reflection_chars", max_reflection_chars, minimum=1, error=ConfigurationError
+        )
         if recall_with is not None and not isinstance(recall_with, BaseMemory):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigurationError(f"recall_with must be a memory, got {type(recall_with).__name__}")
+            raise ConfigurationError(
+                f"recall_with must be a memory, got {type(recall_with).__name__}"
+            )
         self.recall_with = recall_with
         self.reflection_failures = 0
         """How many episodes were recorded without a lesson because the LLM call failed."""
@@ -509,11 +536,16 @@ class ReflectiveMemory(_StoreMemory):
             logger.warning(
                 "episodex: reflection failed for task %r (%s: %s); recording the episode "
                 "without a lesson (%d failure(s) so far)",
-                episode.task.id_, type(exc).__name__, exc, self.reflection_failures,
+                episode.task.id_,
+                type(exc).__name__,
+                exc,
+                self.reflection_failures,
             )
             stored = episode
         else:
-            stored = episode.replace(additional_data={**(episode.additional_data or {}), "reflection": lesson})
+            stored = episode.replace(
+                additional_data={**(episode.additional_data or {}), "reflection": lesson}
+            )
         await self.store.write(stored)
         return stored
 
@@ -525,7 +557,11 @@ class ReflectiveMemory(_StoreMemory):
         return await self.store.read_recent(self.n)
 
     def _recalls(self) -> str:
-        how = f"recalls with {type(self.recall_with).__name__}" if self.recall_with else f"recalls the last {self.n}"
+        how = (
+            f"recalls with {type(self.recall_with).__name__}"
+            if self.recall_with
+            else f"recalls the last {self.n}"
+        )
         return f"{how}; {self.reflection_failures} reflection failure(s)"
 
 

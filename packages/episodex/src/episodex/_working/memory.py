@@ -109,11 +109,28 @@ class MemKey(str):
 
 
 for _attr in (
-    "AVAILABLE_ACTIONS", "ACTION", "NEXT_PLANNED_ACTION", "OBSERVATION", "RAW_ACTION_OUTPUT",
-    "REWARD", "TASK_CATEGORY", "THOUGHT", "REFLECTION", "SUBPROBLEM", "DIVERSE_NEXT_ACTIONS",
-    "DB_QUERY", "RAG_RETRIEVAL", "SEARCH_QUERY", "SEARCH_LINK", "SEARCH_SNIPPET",
-    "SEARCH_SUMMARY", "SEARCH_TEXT", "SEARCH_TITLE", "FULL_EPISODE_REWARDS",
-    "FULL_EPISODE_TRAJECTORY", "TRAJECTORY",
+    "AVAILABLE_ACTIONS",
+    "ACTION",
+    "NEXT_PLANNED_ACTION",
+    "OBSERVATION",
+    "RAW_ACTION_OUTPUT",
+    "REWARD",
+    "TASK_CATEGORY",
+    "THOUGHT",
+    "REFLECTION",
+    "SUBPROBLEM",
+    "DIVERSE_NEXT_ACTIONS",
+    "DB_QUERY",
+    "RAG_RETRIEVAL",
+    "SEARCH_QUERY",
+    "SEARCH_LINK",
+    "SEARCH_SNIPPET",
+    "SEARCH_SUMMARY",
+    "SEARCH_TEXT",
+    "SEARCH_TITLE",
+    "FULL_EPISODE_REWARDS",
+    "FULL_EPISODE_TRAJECTORY",
+    "TRAJECTORY",
 ):
     setattr(MemKey, _attr, MemKey.register(_attr.lower()))
 del _attr
@@ -147,7 +164,9 @@ def _tags(tags: object) -> frozenset[MemKey]:
     if isinstance(tags, Mapping):
         raise ValidationError("store takes tags, not weights: pass one tag, a list or a set")
     if not isinstance(tags, Iterable):
-        raise ValidationError(f"tags must be a tag, a list or a set of tags, got {type(tags).__name__}")
+        raise ValidationError(
+            f"tags must be a tag, a list or a set of tags, got {type(tags).__name__}"
+        )
     keys = frozenset(MemKey(t) for t in tags)  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
     if not keys:
         raise ValidationError("give at least one tag")
@@ -158,8 +177,14 @@ def _weights(tags: object) -> dict[MemKey, float]:
     if isinstance(tags, Mapping):
         weights: dict[MemKey, float] = {}
         for tag, weight in tags.items():  # pyright: ignore[reportUnknownVariableType]
-            if isinstance(weight, bool) or not isinstance(weight, int | float) or not math.isfinite(weight):
-                raise ValidationError(f"the weight of tag {tag!r} must be a finite number, got {weight!r}")
+            if (
+                isinstance(weight, bool)
+                or not isinstance(weight, int | float)
+                or not math.isfinite(weight)
+            ):
+                raise ValidationError(
+                    f"the weight of tag {tag!r} must be a finite number, got {weight!r}"
+                )
             weights[MemKey(tag)] = float(weight)  # pyright: ignore[reportUnknownArgumentType]
         if not weights:
             raise ValidationError("give at least one tag")
@@ -234,7 +259,9 @@ class WorkingMemory:
             return [target]
         return self._best(target)[1]
 
-    def add_tags(self, target: MemoryEntry | TagSpec, tags: MemKey | str | Iterable[MemKey | str]) -> int:
+    def add_tags(
+        self, target: MemoryEntry | TagSpec, tags: MemKey | str | Iterable[MemKey | str]
+    ) -> int:
         """Add tags to an entry, or to every entry `retrieve_all(target)` finds; returns how many."""
         new = _tags(tags)
         entries = self._targets(target)
