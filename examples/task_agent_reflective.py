@@ -24,7 +24,7 @@ from episodex import (
     Episode,
     HybridMemory,
     LLMCallable,
-    QdrantMemoryStore,
+    QdrantTaskStore,
     ReflectiveMemory,
     Task,
     TaskResult,
@@ -82,7 +82,7 @@ async def main() -> None:
     llm, which = choose_llm()
     print(f"LLM: {which}")
     with tempfile.TemporaryDirectory() as folder:
-        store = QdrantMemoryStore(path=folder)  # the embedded engine, the bundled model
+        store = QdrantTaskStore(path=folder)  # the embedded engine, the bundled model
         reflective = ReflectiveMemory(store, llm, n=2)
         hybrid = HybridMemory(store, n=1, k=2)
         try:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from episodex import BaseMemoryStore, JSONLMemoryStore, QdrantMemoryStore, StoreFileError
+from episodex import JSONLTaskStore, QdrantTaskStore, StoreFileError, TaskStore
 from episodex._common.errors import (
     ConfigurationError,
     EmbedderMismatchError,
@@ -72,37 +72,35 @@ def corpus() -> list[Episode]:
     return [episode(i, *row) for i, row in enumerate(CORPUS)]
 
 
-def open_store(kind: str, folder: Path) -> JSONLMemoryStore | QdrantMemoryStore:
+def open_store(kind: str, folder: Path) -> JSONLTaskStore | QdrantTaskStore:
     if kind == "jsonl":
-        return JSONLMemoryStore(folder)
+        return JSONLTaskStore(folder)
     if kind == "edge":
-        return QdrantMemoryStore(path=folder, embedder=default_embedder())
-    return QdrantMemoryStore(location=":memory:", embedder=default_embedder())
+        return QdrantTaskStore(path=folder, embedder=default_embedder())
+    return QdrantTaskStore(location=":memory:", embedder=default_embedder())
 
 
 def close(store: object) -> None:
-    if isinstance(store, QdrantMemoryStore):
+    if isinstance(store, QdrantTaskStore):
         store.close()
 
 
 @pytest.fixture(scope="module")
 def shared_qdrant(
     tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[dict[str, QdrantMemoryStore]]:
+) -> Iterator[dict[str, QdrantTaskStore]]:
     # Creating an Edge collection takes about a second, so each engine is opened once per
     # module and emptied before each test.
     stores = {
-        "edge": QdrantMemoryStore(
-            path=tmp_path_factory.mktemp("edge"), embedder=default_embedder()
-        ),
-        "memory": QdrantMemoryStore(location=":memory:", embedder=default_embedder()),
+        "edge": QdrantTaskStore(path=tmp_path_factory.mktemp("edge"), embedder=default_embedder()),
+        "memory": QdrantTaskStore(location=":memory:", embedder=default_embedder()),
     }
     yield stores
     for s in stores.values():
         s.close()
 
 
-def empty(store: QdrantMemoryStore) -> QdrantMemoryStore:
+def empty(store: QdrantTaskStore) -> QdrantTaskStore:
     everything = Filter(must_not=(Match("task_id", "(no task has this id)"),))
     store.engine.delete(store.collection, everything)
     assert store.engine.count(store.collection, Filter()) == 0
@@ -111,15 +109,15 @@ def empty(store: QdrantMemoryStore) -> QdrantMemoryStore:
 
 @pytest.fixture(params=["jsonl", "edge", "memory"])
 def store(
-    request: pytest.FixtureRequest, tmp_path: Path, shared_qdrant: dict[str, QdrantMemoryStore]
-) -> BaseMemoryStore:
+    request: pytest.FixtureRequest, tmp_path: Path, shared_qdrant: dict[str, QdrantTaskStore]
+) -> TaskStore:
     if request.param == "jsonl":
-        return JSONLMemoryStore(tmp_path / "store")
+        return JSONLTaskStore(tmp_path / "store")
     return empty(shared_qdrant[request.param])
 
 
 @pytest.fixture
-async def filled(store: BaseMemoryStore) -> BaseMemoryStore:
+async def filled(store: TaskStore) -> TaskStore:
     for ep in corpus():
         await store.write(ep)
     return store
@@ -132,22 +130,22 @@ def ids(episodes: Sequence[Episode]) -> list[str]:
 # -- every store -------------------------------------------------------------------------
 
 
-async def test_stores_satisfy_the_protocol(store: BaseMemoryStore) -> None:
-    assert isinstance(store, BaseMemoryStore)
+async def test_stores_satisfy_the_protocol(store: TaskStore) -> None:
+    assert isinstance(store, TaskStore)
     assert await store.count() == 0
     assert await store.read_recent(3) == []
     assert await store.search("anything", k=3) == []
     assert "0 episodes" in await store.summary()
 
 
-async def test_write_count_and_read_recent_newest_first(filled: BaseMemoryStore) -> None:
+async def test_write_count_and_read_recent_newest_first(filled: TaskStore) -> None:
     assert await filled.count() == 4
     assert ids(await filled.read_recent(2)) == ["t-recipe", "t-french"]
     assert ids(await filled.read_recent(10)) == ["t-recipe", "t-french", "t-sales", "t-miles"]
     assert await filled.read_recent(0) == []
 
 
-async def test_read_back_equals_what_was_written(store: BaseMemoryStore) -> None:
+async def test_read_back_equals_what_was_written(store: TaskStore) -> None:
     ep = episode(
         0,
         "t-full",
@@ -162,7 +160,7 @@ async def test_read_back_equals_what_was_written(store: BaseMemoryStore) -> None
     assert (await store.search("table for two", k=1))[0] == ep
 
 
-async def test_writing_the_same_task_again_replaces_its_episode(filled: BaseMemoryStore) -> None:
+async def test_writing_the_same_task_again_replaces_its_episode(filled: TaskStore) -> None:
     again = episode(9, "t-miles", "Convert 3 miles to kilometres", "4.828 km")
     again = again.replace(id_="e-new")
     await filled.write(again)
@@ -177,7 +175,7 @@ async def test_writing_the_same_task_again_replaces_its_episode(filled: BaseMemo
 
 
 async def test_an_episode_id_moved_to_another_task_is_not_duplicated(
-    filled: BaseMemoryStore,
+    filled: TaskStore,
 ) -> None:
     moved = episode(9, "t-other", "Convert 5 miles to kilometres", "8.05 km").replace(
         id_="e-t-miles"
@@ -187,14 +185,14 @@ async def test_an_episode_id_moved_to_another_task_is_not_duplicated(
     assert "t-miles" not in ids(await filled.read_recent(10))
 
 
-async def test_search_ranks_the_relevant_episode_first(filled: BaseMemoryStore) -> None:
+async def test_search_ranks_the_relevant_episode_first(filled: TaskStore) -> None:
     assert ids(await filled.search("How many kilometres are 10 miles?", k=1)) == ["t-miles"]
     assert ids(await filled.search("lasagne recipe", k=2))[0] == "t-recipe"
     assert len(await filled.search("recipe", k=0)) == 0
     assert len(await filled.search("translate French lasagne miles sales", k=2)) == 2
 
 
-async def test_search_filters_on_metadata(filled: BaseMemoryStore) -> None:
+async def test_search_filters_on_metadata(filled: TaskStore) -> None:
     assert set(
         ids(await filled.search("convert translate summarise find", k=4, filter={"user": "u1"}))
     ) <= {
@@ -215,13 +213,13 @@ async def test_search_filters_on_metadata(filled: BaseMemoryStore) -> None:
         await filled.search("sales report", k=4, filter={"urgent": True})
 
 
-async def test_search_score_threshold_is_passed_through(filled: BaseMemoryStore) -> None:
+async def test_search_score_threshold_is_passed_through(filled: TaskStore) -> None:
     assert await filled.search("kilometres miles", k=4, score_threshold=1e6) == []
     kept = await filled.search("Convert 3 miles to kilometres", k=4, score_threshold=0.5)
     assert ids(kept)[:1] == ["t-miles"]
 
 
-async def test_search_rejects_bad_arguments(filled: BaseMemoryStore) -> None:
+async def test_search_rejects_bad_arguments(filled: TaskStore) -> None:
     with pytest.raises(ValidationError, match="query"):
         await filled.search("   ", k=3)
     with pytest.raises(ValidationError, match="k must"):
@@ -236,7 +234,7 @@ async def test_search_rejects_bad_arguments(filled: BaseMemoryStore) -> None:
         await filled.search("miles", k=3, score_threshold="high")
 
 
-async def test_embedded_text_is_what_gets_indexed(store: BaseMemoryStore) -> None:
+async def test_embedded_text_is_what_gets_indexed(store: TaskStore) -> None:
     for ep in corpus():
         await store.write(ep)
     odd = episode(9, "t-odd", "Water the plants", "done")
@@ -246,7 +244,7 @@ async def test_embedded_text_is_what_gets_indexed(store: BaseMemoryStore) -> Non
         await store.write(odd, embedded_text="  ")
 
 
-async def test_delete(filled: BaseMemoryStore) -> None:
+async def test_delete(filled: TaskStore) -> None:
     await filled.delete("e-t-sales")
     assert await filled.count() == 3
     assert "t-sales" not in ids(await filled.read_recent(10))
@@ -258,7 +256,7 @@ async def test_delete(filled: BaseMemoryStore) -> None:
     assert await filled.count() == 3
 
 
-async def test_update(filled: BaseMemoryStore) -> None:
+async def test_update(filled: TaskStore) -> None:
     old = (await filled.read_recent(10))[-1]
     assert old.task.id_ == "t-miles"
     new = old.replace(
@@ -276,7 +274,7 @@ async def test_update(filled: BaseMemoryStore) -> None:
     assert "t-ghost" not in ids(await filled.read_recent(10))
 
 
-async def test_summary_says_count_range_newest_and_oldest(filled: BaseMemoryStore) -> None:
+async def test_summary_says_count_range_newest_and_oldest(filled: TaskStore) -> None:
     text = await filled.summary()
     assert "4 episodes" in text
     assert "from 2024-03-01 08:00:00 to 2024-03-01 08:03:00" in text
@@ -284,7 +282,7 @@ async def test_summary_says_count_range_newest_and_oldest(filled: BaseMemoryStor
     assert "oldest: 2024-03-01 08:00:00 | Convert 3 miles to kilometres" in text
 
 
-async def test_bad_writes_change_nothing(filled: BaseMemoryStore) -> None:
+async def test_bad_writes_change_nothing(filled: TaskStore) -> None:
     with pytest.raises(ValidationError):
         await filled.write("not an episode")  # type: ignore[arg-type]
     with pytest.raises(ValidationError):
@@ -314,7 +312,7 @@ async def test_file_stores_persist_across_reopen(kind: str, tmp_path: Path) -> N
 
 
 async def test_jsonl_is_append_only(tmp_path: Path) -> None:
-    store = JSONLMemoryStore(tmp_path)
+    store = JSONLTaskStore(tmp_path)
     for ep in corpus():
         await store.write(ep)
     before = store.path.read_bytes()
@@ -329,7 +327,7 @@ async def test_jsonl_is_append_only(tmp_path: Path) -> None:
 async def test_jsonl_torn_last_line_is_reported_and_kept_aside(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    store = JSONLMemoryStore(tmp_path)
+    store = JSONLTaskStore(tmp_path)
     for ep in corpus()[:2]:
         await store.write(ep)
     fragment = b'{"op":"write","episode":{"id_":"e-lost","task":{"id_":"t-lo'
@@ -338,35 +336,35 @@ async def test_jsonl_torn_last_line_is_reported_and_kept_aside(
     whole = store.path.read_bytes()
 
     with pytest.raises(StoreFileError, match="torn line 3") as info:
-        JSONLMemoryStore(tmp_path, on_torn_line="raise")
+        JSONLTaskStore(tmp_path, on_torn_line="raise")
     assert info.value.errors[0][0] == 3
     assert store.path.read_bytes() == whole  # raising leaves the file as it was
 
     with caplog.at_level(logging.WARNING, logger="episodex"):
-        reopened = JSONLMemoryStore(tmp_path)
+        reopened = JSONLTaskStore(tmp_path)
     assert "torn line 3" in caplog.text
     [torn] = reopened.torn_lines
     assert (torn.line_number, torn.text) == (3, fragment.decode())
     assert torn.saved_to.read_bytes() == fragment + b"\n"
     assert await reopened.count() == 2  # the whole lines before it are all there
     await reopened.write(corpus()[2])
-    again = JSONLMemoryStore(tmp_path)
+    again = JSONLTaskStore(tmp_path)
     assert again.torn_lines == []
     assert ids(await again.read_recent(5)) == ["t-french", "t-sales", "t-miles"]
 
 
 async def test_jsonl_last_line_without_newline_is_kept(tmp_path: Path) -> None:
-    store = JSONLMemoryStore(tmp_path)
+    store = JSONLTaskStore(tmp_path)
     await store.write(corpus()[0])
     store.path.write_bytes(store.path.read_bytes().rstrip(b"\n"))
-    reopened = JSONLMemoryStore(tmp_path)
+    reopened = JSONLTaskStore(tmp_path)
     assert reopened.torn_lines == [] and await reopened.count() == 1
     await reopened.write(corpus()[1])
-    assert await JSONLMemoryStore(tmp_path).count() == 2
+    assert await JSONLTaskStore(tmp_path).count() == 2
 
 
 async def test_jsonl_bad_line_in_the_middle_raises_and_changes_nothing(tmp_path: Path) -> None:
-    store = JSONLMemoryStore(tmp_path)
+    store = JSONLTaskStore(tmp_path)
     for ep in corpus()[:2]:
         await store.write(ep)
     lines = store.path.read_bytes().split(b"\n")
@@ -375,28 +373,28 @@ async def test_jsonl_bad_line_in_the_middle_raises_and_changes_nothing(tmp_path:
     store.path.write_bytes(b"\n".join(lines))
     whole = store.path.read_bytes()
     with pytest.raises(StoreFileError, match="2 bad line") as info:
-        JSONLMemoryStore(tmp_path)
+        JSONLTaskStore(tmp_path)
     assert [n for n, _ in info.value.errors] == [2, 3]
     assert store.path.read_bytes() == whole
 
 
 async def test_jsonl_compact_keeps_only_live_episodes(tmp_path: Path) -> None:
-    store = JSONLMemoryStore(tmp_path)
+    store = JSONLTaskStore(tmp_path)
     for ep in corpus():
         await store.write(ep)
     await store.delete("e-t-sales")
     await store.write(corpus()[0].replace(rollout="again"))
     assert await store.compact() == 3
     assert len(store.path.read_text().splitlines()) == 3
-    reopened = JSONLMemoryStore(tmp_path)
+    reopened = JSONLTaskStore(tmp_path)
     assert ids(await reopened.read_recent(5)) == ["t-recipe", "t-french", "t-miles"]
 
 
 def test_jsonl_configuration_errors(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError):
-        JSONLMemoryStore(tmp_path, filename="../escape.jsonl")
+        JSONLTaskStore(tmp_path, filename="../escape.jsonl")
     with pytest.raises(ConfigurationError):
-        JSONLMemoryStore(tmp_path, on_torn_line="ignore")  # type: ignore[arg-type]
+        JSONLTaskStore(tmp_path, on_torn_line="ignore")  # type: ignore[arg-type]
 
 
 # -- Qdrant ------------------------------------------------------------------------------
@@ -419,7 +417,7 @@ class EightDims:
 async def test_qdrant_store_shares_an_episodic_memory_folder(tmp_path: Path) -> None:
     memory = EpisodicMemory(path=tmp_path)
     try:
-        store = QdrantMemoryStore(memory=memory)
+        store = QdrantTaskStore(memory=memory)
         assert store.engine is memory.engine and store.embedder is memory.embedder
         await store.write(corpus()[0])
         await memory.memorize(
@@ -439,15 +437,15 @@ async def test_qdrant_store_shares_an_episodic_memory_folder(tmp_path: Path) -> 
 
 
 async def test_qdrant_store_refuses_another_embedder(tmp_path: Path) -> None:
-    QdrantMemoryStore(path=tmp_path).close()
+    QdrantTaskStore(path=tmp_path).close()
     with pytest.raises(EmbedderMismatchError, match="fake-8"):
-        QdrantMemoryStore(path=tmp_path, embedder=EightDims())
-    QdrantMemoryStore(path=tmp_path).close()  # the failed open released the folder
+        QdrantTaskStore(path=tmp_path, embedder=EightDims())
+    QdrantTaskStore(path=tmp_path).close()  # the failed open released the folder
 
 
 async def test_qdrant_point_ids_derive_from_task_ids(tmp_path: Path) -> None:
     assert episode_point_id("t-1") == episode_point_id("t-1") != episode_point_id("t-2")
-    store = QdrantMemoryStore(location=":memory:")
+    store = QdrantTaskStore(location=":memory:")
     try:
         await store.write(corpus()[0])
         hits, _ = store.engine.scroll(store.collection, Filter(), limit=5)
@@ -457,7 +455,7 @@ async def test_qdrant_point_ids_derive_from_task_ids(tmp_path: Path) -> None:
 
 
 async def test_qdrant_search_modes_and_plan_filters(tmp_path: Path) -> None:
-    store = QdrantMemoryStore(path=tmp_path)
+    store = QdrantTaskStore(path=tmp_path)
     try:
         for ep in corpus():
             await store.write(ep)
@@ -485,6 +483,6 @@ async def test_qdrant_search_modes_and_plan_filters(tmp_path: Path) -> None:
 
 def test_qdrant_store_needs_exactly_one_place(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match="exactly one"):
-        QdrantMemoryStore()
+        QdrantTaskStore()
     with pytest.raises(ConfigurationError, match="exactly one"):
-        QdrantMemoryStore(path=tmp_path, location=":memory:")
+        QdrantTaskStore(path=tmp_path, location=":memory:")

@@ -68,5 +68,5 @@ def test_each_prompt_holds_one_well_formed_block(output: str) -> None:
 
 def test_the_summary_reports_the_store(output: str) -> None:
     assert "HybridMemory (fuses the last 1 and the 2 most similar)" in output
-    assert "QdrantMemoryStore (collection 'task_episodes' on edge): 3 episodes" in output
+    assert "QdrantTaskStore (collection 'task_episodes' on edge): 3 episodes" in output
     assert "newest:" in output and "| Convert 10 kilometres to miles" in output

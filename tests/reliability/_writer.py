@@ -63,10 +63,10 @@ def write_episodes(store: str, round_: int, size: int) -> None:
 
 
 async def write_jsonl(store: str, round_: int, size: int) -> None:
-    from episodex import JSONLMemoryStore
+    from episodex import JSONLTaskStore
     from episodex._tasks.model import Episode, Task, TaskResult
 
-    jsonl = JSONLMemoryStore(store)
+    jsonl = JSONLTaskStore(store)
     say(ready=True)
     batch = 0
     while True:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from episodex import EpisodicMemory, JSONLMemoryStore, StoreFileError, StoreLockedError
+from episodex import EpisodicMemory, JSONLTaskStore, StoreFileError, StoreLockedError
 from episodex._tasks.model import Episode, Task, TaskResult
 
 from ._support import HashEmbedder, snapshot, total_points
@@ -162,7 +162,7 @@ def test_sigkill_during_jsonl_writes_keeps_every_returned_write(tmp_path: Path) 
         for ids in acknowledged.values():
             expected.update(ids)
         in_flight = {point_id(round_, len(acknowledged), i) for i in range(BATCH)}
-        store = JSONLMemoryStore(folder)  # the default: a torn last line is repaired and reported
+        store = JSONLTaskStore(folder)  # the default: a torn last line is repaired and reported
         for torn in store.torn_lines:
             assert torn.saved_to.exists()
             assert torn.line_number >= 1
@@ -172,11 +172,11 @@ def test_sigkill_during_jsonl_writes_keeps_every_returned_write(tmp_path: Path) 
         assert ids - expected <= in_flight
         expected |= ids
         # The file is whole again: a fresh open finds no torn line.
-        assert JSONLMemoryStore(folder, on_torn_line="raise").torn_lines == []
+        assert JSONLTaskStore(folder, on_torn_line="raise").torn_lines == []
 
 
 async def test_a_torn_last_jsonl_line_is_detected_and_reported(tmp_path: Path) -> None:
-    store = JSONLMemoryStore(tmp_path)
+    store = JSONLTaskStore(tmp_path)
     for i in range(3):
         task = Task(instruction=f"task {i}")
         await store.write(
@@ -190,18 +190,18 @@ async def test_a_torn_last_jsonl_line_is_detected_and_reported(tmp_path: Path) -
     torn_file = store.path.read_bytes()
 
     with pytest.raises(StoreFileError, match="torn line 4") as info:
-        JSONLMemoryStore(tmp_path, on_torn_line="raise")
+        JSONLTaskStore(tmp_path, on_torn_line="raise")
     assert info.value.errors[0][0] == 4
     assert store.path.read_bytes() == torn_file  # "raise" changes nothing
 
-    repaired = JSONLMemoryStore(tmp_path)
+    repaired = JSONLTaskStore(tmp_path)
     assert [t.line_number for t in repaired.torn_lines] == [4]
     assert repaired.torn_lines[0].saved_to.read_bytes() == last[: len(last) // 2] + b"\n"
     assert await repaired.count() == 3
     assert store.path.read_bytes() == whole
     task = Task(instruction="after the crash")
     await repaired.write(Episode(task=task, result=TaskResult(task_id=task.id_, content="ok")))
-    assert await JSONLMemoryStore(tmp_path, on_torn_line="raise").count() == 4
+    assert await JSONLTaskStore(tmp_path, on_torn_line="raise").count() == 4
 
 
 # -- one store, two openers --------------------------------------------------------------

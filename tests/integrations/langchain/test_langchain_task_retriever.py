@@ -7,8 +7,8 @@ import pytest
 from episodex import (
     ConfigurationError,
     EpisodicMemory,
-    JSONLMemoryStore,
-    QdrantMemoryStore,
+    JSONLTaskStore,
+    QdrantTaskStore,
     ValidationError,
 )
 from episodex._tasks.model import Episode, Task, TaskResult
@@ -46,10 +46,10 @@ async def _write(store: Any) -> None:
 _SHARED: dict[str, Any] = {}
 
 
-def _shared_store() -> QdrantMemoryStore:
+def _shared_store() -> QdrantTaskStore:
     # The standard suite builds the retriever from a property, so its store lives at class level.
     if "store" not in _SHARED:
-        store = QdrantMemoryStore(location=":memory:")
+        store = QdrantTaskStore(location=":memory:")
         asyncio.run(_write(store))
         _SHARED["store"] = store
     return _SHARED["store"]
@@ -77,14 +77,14 @@ class TestTaskEpisodeRetrieverStandard(RetrieversIntegrationTests):
 
 
 @pytest.fixture(scope="module")
-def store(memory: EpisodicMemory) -> QdrantMemoryStore:
+def store(memory: EpisodicMemory) -> QdrantTaskStore:
     # Shares the module's embedded store folder with the conversation episodes.
-    store = QdrantMemoryStore(memory=memory)
+    store = QdrantTaskStore(memory=memory)
     asyncio.run(_write(store))
     return store
 
 
-def test_documents_carry_episode_fields(store: QdrantMemoryStore) -> None:
+def test_documents_carry_episode_fields(store: QdrantTaskStore) -> None:
     # An unambiguous query: for "convert 3 miles to km" the dense and BM25 streams swap the
     # two conversions, so their fused scores tie and engines may order the tie either way.
     docs = TaskEpisodeRetriever(store=store, k=2).invoke("book a table for two people")
@@ -97,7 +97,7 @@ def test_documents_carry_episode_fields(store: QdrantMemoryStore) -> None:
     assert "<instruction>Book a table for two</instruction>" in top.page_content
 
 
-async def test_async_filter_and_k(store: QdrantMemoryStore) -> None:
+async def test_async_filter_and_k(store: QdrantTaskStore) -> None:
     retriever = TaskEpisodeRetriever(store=store, search_options={"filter": {"user": "bob"}})
     docs = await retriever.ainvoke("convert", k=3)
     assert [d.metadata["instruction"] for d in docs] == ["Convert 5 km to miles"]
@@ -105,20 +105,20 @@ async def test_async_filter_and_k(store: QdrantMemoryStore) -> None:
     assert [d.id for d in sync_docs] == [d.id for d in docs]
 
 
-def test_include_chooses_rendered_fields(store: QdrantMemoryStore) -> None:
+def test_include_chooses_rendered_fields(store: QdrantTaskStore) -> None:
     docs = TaskEpisodeRetriever(store=store, k=1, include=["instruction"]).invoke("book a table")
     assert docs[0].page_content.count("<instruction>") == 1
     assert "<result>" not in docs[0].page_content
 
 
 async def test_jsonl_store_works_too(tmp_path: Any) -> None:
-    store = JSONLMemoryStore(tmp_path / "episodes.jsonl")
+    store = JSONLTaskStore(tmp_path / "episodes.jsonl")
     await _write(store)
     docs = await TaskEpisodeRetriever(store=store, k=1).ainvoke("book a table for two people")
     assert docs[0].metadata["instruction"] == "Book a table for two"
 
 
-def test_bad_arguments_raise_typed_errors(store: QdrantMemoryStore) -> None:
+def test_bad_arguments_raise_typed_errors(store: QdrantTaskStore) -> None:
     with pytest.raises(ConfigurationError, match="store"):
         TaskEpisodeRetriever(store="./tasks")
     with pytest.raises(ConfigurationError, match="unknown search option"):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from episodex import BaseMemoryStore
+from episodex import TaskStore
 from episodex._tasks.model import EPISODE_FIELDS, Episode
 from langchain_core.documents import Document
 from pydantic import Field, field_validator
@@ -37,8 +37,8 @@ def task_document(episode: Episode, rank: int, include: list[str] | None = None)
 class TaskEpisodeRetriever(EpisodexRetriever):
     """Retrieve task episodes (earlier attempts at similar tasks) from an episodex task store.
 
-    Works with any task store (`QdrantMemoryStore`, `JSONLMemoryStore`, or your own
-    `BaseMemoryStore`). Each `Document` holds the episode rendered as an `<episode>` XML
+    Works with any task store (`QdrantTaskStore`, `JSONLTaskStore`, or your own
+    `TaskStore`). Each `Document` holds the episode rendered as an `<episode>` XML
     element (the fields in `include`); its metadata holds `id`, `rank` (1 = best),
     `task_id`, `instruction`, `result`, `error`, `completed_at` and the episode's `metadata`.
     Task stores are not split by user: confine a search with `search_options={"filter":
@@ -46,10 +46,10 @@ class TaskEpisodeRetriever(EpisodexRetriever):
 
     Instantiate:
         ```python
-        from episodex import EpisodicMemory, QdrantMemoryStore
+        from episodex import EpisodicMemory, QdrantTaskStore
         from langchain_episodex import TaskEpisodeRetriever
 
-        store = QdrantMemoryStore(memory=EpisodicMemory(path="./memory"))
+        store = QdrantTaskStore(memory=EpisodicMemory(path="./memory"))
         retriever = TaskEpisodeRetriever(store=store, k=3)
         ```
 
@@ -62,7 +62,7 @@ class TaskEpisodeRetriever(EpisodexRetriever):
 
     call_options = SEARCH_OPTIONS
 
-    store: BaseMemoryStore
+    store: TaskStore
     """The task-episode store to search."""
     k: int = Field(default=3, ge=1)
     """How many documents to return (overridden per call by `invoke(..., k=)`)."""

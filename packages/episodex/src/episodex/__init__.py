@@ -36,19 +36,20 @@ from episodex._episodes.model import ConversationEpisode
 from episodex._episodes.store import EpisodeStore, ImportReport
 from episodex._lessons.block import format_lessons
 from episodex._lessons.graders import Grader, LLMGrader, ProgrammaticGrader
-from episodex._lessons.memory import LessonEpisode, StepLessonMemory, SyncStepLessonMemory
+from episodex._lessons.memory import Attempt, StepLessonMemory, SyncStepLessonMemory
 from episodex._lessons.model import EnvState, GradingResult, RetrievedLesson, StepGrade, StepMemory
 from episodex._lessons.transfer import export_memories, import_memories
-from episodex._tasks.jsonl import JSONLMemoryStore
+from episodex._tasks.jsonl import JSONLTaskStore
 from episodex._tasks.model import Episode, Task, TaskResult
-from episodex._tasks.qdrant import QdrantMemoryStore
-from episodex._tasks.store import BaseMemoryStore, TornLine
+from episodex._tasks.qdrant import QdrantTaskStore
+from episodex._tasks.store import BaseMemoryStore, TaskStore, TornLine
 from episodex._tasks.strategies import (
     BaseMemory,
     HybridMemory,
     RecencyMemory,
     ReflectiveMemory,
     SimilarityMemory,
+    TaskMemory,
     render_episodes,
     render_memories,
 )
@@ -59,6 +60,7 @@ __version__ = "0.1.0"
 __all__ = [
     "DEFAULT_ENCODING",
     "DEFAULT_MODEL_ID",
+    "Attempt",
     "BaseMemory",
     "BaseMemoryStore",
     "Bm25Encoder",
@@ -84,16 +86,15 @@ __all__ = [
     "HybridMemory",
     "ImportFileError",
     "ImportReport",
-    "JSONLMemoryStore",
+    "JSONLTaskStore",
     "LLMCallable",
     "LLMGrader",
-    "LessonEpisode",
     "MemKey",
     "MemoryEntry",
     "NotFoundError",
     "OpenAICompatibleEmbedder",
     "ProgrammaticGrader",
-    "QdrantMemoryStore",
+    "QdrantTaskStore",
     "RecencyMemory",
     "ReflectiveMemory",
     "RetrievedLesson",
@@ -106,7 +107,9 @@ __all__ = [
     "SyncEpisodicMemory",
     "SyncStepLessonMemory",
     "Task",
+    "TaskMemory",
     "TaskResult",
+    "TaskStore",
     "TornLine",
     "UnknownTagError",
     "ValidationError",

@@ -39,7 +39,7 @@ from episodex._lessons.model import (
 from episodex._lessons.ranking import check_unit, rank_lessons
 
 __all__ = [
-    "LessonEpisode",
+    "Attempt",
     "StepLessonMemory",
     "SyncStepLessonMemory",
     "rank_lessons",
@@ -57,7 +57,7 @@ def _scope(user_id: object, agent_id: object, session_id: object) -> Filter:
 
 
 @dataclass(frozen=True, slots=True)
-class LessonEpisode:
+class Attempt:
     """The attempt in progress.
 
     Attributes:
@@ -273,7 +273,7 @@ class StepLessonMemory:
             "final_k": require_int("final_k", final_k, minimum=0),
         }
         self._store = _LessonStore(engine, self.embedder, collection)
-        self._episode: LessonEpisode | None = None
+        self._episode: Attempt | None = None
         self._steps: dict[str, StepMemory] = {}
 
     @classmethod
@@ -287,7 +287,7 @@ class StepLessonMemory:
         return self.grader is not None
 
     @property
-    def episode(self) -> LessonEpisode | None:
+    def episode(self) -> Attempt | None:
         """The attempt in progress, or None before `init_episode`."""
         return self._episode
 
@@ -296,7 +296,7 @@ class StepLessonMemory:
         """The steps of the attempt in progress, in order."""
         return sorted(self._steps.values(), key=lambda m: m.step_num)
 
-    def _require_episode(self) -> LessonEpisode:
+    def _require_episode(self) -> Attempt:
         if self._episode is None:
             raise ValidationError(
                 "no episode in progress: call init_episode(session_id, user_id=..., agent_id=...) first"
@@ -313,7 +313,7 @@ class StepLessonMemory:
         agent_id: str,
         task: str | None = None,
         run_id: str | None = None,
-    ) -> LessonEpisode:
+    ) -> Attempt:
         """Start the next attempt of a session, or resume one.
 
         A new session starts at rep 1; an existing one continues at its last rep + 1. Given
@@ -332,7 +332,7 @@ class StepLessonMemory:
             rep = own[0].rep
         else:
             rep = max((int(p["rep"]) for _, p in rows), default=0) + 1
-        self._episode = LessonEpisode(
+        self._episode = Attempt(
             user_id=user_id,
             agent_id=agent_id,
             session_id=session_id,

@@ -35,7 +35,7 @@ from episodex._tasks.store import (
     threshold_arg,
 )
 
-__all__ = ["JSONLMemoryStore"]
+__all__ = ["JSONLTaskStore"]
 
 
 @dataclass(slots=True)
@@ -46,7 +46,7 @@ class _Entry:
     terms: dict[int, float] = field(default_factory=dict[int, float])
 
 
-class JSONLMemoryStore:
+class JSONLTaskStore:
     """Task episodes in one append-only JSONL file, searched with BM25 in process.
 
     Every change is one appended line (a write, an update, or a delete tombstone), flushed
@@ -58,9 +58,9 @@ class JSONLMemoryStore:
     at a time.
 
     ```python
-    from episodex import Episode, JSONLMemoryStore, Task, TaskResult
+    from episodex import Episode, JSONLTaskStore, Task, TaskResult
 
-    store = JSONLMemoryStore("./agent-memory")
+    store = JSONLTaskStore("./agent-memory")
     task = Task(instruction="Convert 3 miles to km")
     await store.write(Episode(task=task, result=TaskResult(task_id=task.id_, content="4.83 km"),
                               metadata={"user": "u1"}))
@@ -349,7 +349,7 @@ class JSONLMemoryStore:
                 objects, a list of strings matches any of them); `score_threshold`, the least
                 BM25 score kept.
         """
-        check_search_kwargs(kwargs, self.SEARCH_OPTIONS, "JSONLMemoryStore")
+        check_search_kwargs(kwargs, self.SEARCH_OPTIONS, "JSONLTaskStore")
         query = require_text("query", query)
         k = require_int("k", k)
         flt = metadata_filter(kwargs.get("filter"))
@@ -362,7 +362,7 @@ class JSONLMemoryStore:
             ordered = self._ordered()
         newest = ordered[0].episode if ordered else None
         oldest = ordered[-1].episode if ordered else None
-        return describe_store(f"JSONLMemoryStore ({self.path})", len(ordered), newest, oldest)
+        return describe_store(f"JSONLTaskStore ({self.path})", len(ordered), newest, oldest)
 
     async def delete(self, id_: str) -> None:
         """Append a delete tombstone for the episode; `EpisodeNotFoundError` if there is none."""

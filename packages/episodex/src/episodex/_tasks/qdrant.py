@@ -48,12 +48,12 @@ from episodex._tasks.store import (
 if TYPE_CHECKING:
     from episodex._episodes.memory import EpisodicMemory
 
-__all__ = ["QdrantMemoryStore"]
+__all__ = ["QdrantTaskStore"]
 
 COLLECTION = "task_episodes"
 
 
-class QdrantMemoryStore:
+class QdrantTaskStore:
     """Task episodes in a Qdrant collection (`task_episodes`): dense plus BM25, fused by RRF.
 
     Runs on the embedded Qdrant Edge engine (a folder), qdrant-client's `:memory:` mode or a
@@ -65,10 +65,10 @@ class QdrantMemoryStore:
     `engine=`, or `memory=` to share an `EpisodicMemory`'s store:
 
     ```python
-    from episodex import Episode, EpisodicMemory, QdrantMemoryStore, Task, TaskResult
+    from episodex import Episode, EpisodicMemory, QdrantTaskStore, Task, TaskResult
 
     memory = EpisodicMemory(path="./memory")
-    store = QdrantMemoryStore(memory=memory)  # the same folder, its own collection
+    store = QdrantTaskStore(memory=memory)  # the same folder, its own collection
     task = Task(instruction="Convert 3 miles to km")
     await store.write(Episode(task=task, result=TaskResult(task_id=task.id_, content="4.83 km")))
     hits = await store.search("miles to kilometres", k=3, score_threshold=0.3)
@@ -286,7 +286,7 @@ class QdrantMemoryStore:
         oldest = self._recent(1, descending=False)
         where = f"collection {self.collection!r} on {self.engine.kind}"
         return describe_store(
-            f"QdrantMemoryStore ({where})",
+            f"QdrantTaskStore ({where})",
             count,
             newest[0] if newest else None,
             oldest[0] if oldest else None,
@@ -328,7 +328,7 @@ class QdrantMemoryStore:
                 `dense_weight`, `bm25_weight`: the fusion weights (default 1.0 each).
                 `rrf_k`: the RRF constant (default 10).
         """
-        check_search_kwargs(kwargs, self.SEARCH_OPTIONS, "QdrantMemoryStore")
+        check_search_kwargs(kwargs, self.SEARCH_OPTIONS, "QdrantTaskStore")
         query = require_text("query", query)
         k = require_int("k", k)
         raw_filter = kwargs.get("filter")
@@ -375,7 +375,7 @@ class QdrantMemoryStore:
         """Close the engine if this store opened it."""
         self.close()
 
-    async def __aenter__(self) -> QdrantMemoryStore:
+    async def __aenter__(self) -> QdrantTaskStore:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -27,6 +27,7 @@ __all__ = [
     "EMBED_FIELDS",
     "BaseMemoryStore",
     "MetadataFilter",
+    "TaskStore",
     "TornLine",
     "check_search_kwargs",
     "describe_store",
@@ -60,7 +61,7 @@ def episode_point_id(task_id: str) -> str:
 
 
 @runtime_checkable
-class BaseMemoryStore(Protocol):
+class TaskStore(Protocol):
     """What a task-episode store provides. Every method is async.
 
     Writing an episode whose task id is already stored replaces that episode.
@@ -93,6 +94,10 @@ class BaseMemoryStore(Protocol):
     async def update(self, episode: Episode) -> None:
         """Replace the stored episode with this one's id; `EpisodeNotFoundError` if none."""
         ...
+
+
+#: The name the original task-episode design gave the store interface.
+BaseMemoryStore = TaskStore
 
 
 @dataclass(frozen=True, slots=True)

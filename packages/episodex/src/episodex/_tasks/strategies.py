@@ -21,7 +21,7 @@ from episodex._common.llm import LLMCallable
 from episodex._common.tokens import DEFAULT_ENCODING, TokenCounter, token_counter
 from episodex._common.validation import require_int, require_weight
 from episodex._tasks.model import Episode, Task, render_xml, resolve_fields
-from episodex._tasks.store import BaseMemoryStore
+from episodex._tasks.store import TaskStore
 
 __all__ = [
     "REFLECTION_TEMPLATE",
@@ -30,6 +30,7 @@ __all__ = [
     "RecencyMemory",
     "ReflectiveMemory",
     "SimilarityMemory",
+    "TaskMemory",
     "render_episodes",
     "render_memories",
 ]
@@ -134,7 +135,7 @@ def render_episodes(
 
 
 async def render_memories(
-    memories: Sequence[BaseMemory],
+    memories: Sequence[TaskMemory],
     task: Task | str,
     *,
     max_tokens: int | None = None,
@@ -155,8 +156,8 @@ async def render_memories(
         encoding: A tiktoken encoding name or a token-counting callable.
     """
     budget = _budget_arg(max_tokens)
-    if isinstance(memories, BaseMemory) or not all(isinstance(m, BaseMemory) for m in memories):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise ValidationError("render_memories takes a list of memories (BaseMemory objects)")
+    if isinstance(memories, TaskMemory) or not all(isinstance(m, TaskMemory) for m in memories):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ValidationError("render_memories takes a list of memories (TaskMemory objects)")
     if include is not None:
         resolve_fields(include)
     the_task = as_task(task)
@@ -190,11 +191,11 @@ def _episode(value: object) -> Episode:
     return value
 
 
-def _store_arg(store: object) -> BaseMemoryStore:
-    if not isinstance(store, BaseMemoryStore):
+def _store_arg(store: object) -> TaskStore:
+    if not isinstance(store, TaskStore):
         raise ConfigurationError(
             "store must provide write, read_recent, count, search, summary, delete and update "
-            f"(a BaseMemoryStore); got {type(store).__name__}"
+            f"(a TaskStore); got {type(store).__name__}"
         )
     return store
 
@@ -202,7 +203,7 @@ def _store_arg(store: object) -> BaseMemoryStore:
 # -- strategies --------------------------------------------------------------------------
 
 
-class BaseMemory(ABC):
+class TaskMemory(ABC):
     """A memory strategy: what to record, and which episodes a new task recalls.
 
     Subclasses implement `retrieve` (ranked episodes), `record` and `summary`; `recall`
@@ -252,10 +253,14 @@ class BaseMemory(ABC):
         )
 
 
-class _StoreMemory(BaseMemory):
+#: The name the original task-episode design gave the strategy base class.
+BaseMemory = TaskMemory
+
+
+class _StoreMemory(TaskMemory):
     """A strategy over one store: `record` writes there, `summary` is the store's, headed."""
 
-    store: BaseMemoryStore
+    store: TaskStore
 
     def _recalls(self) -> str:
         """How this memory recalls, for `summary`."""
@@ -284,7 +289,7 @@ class RecencyMemory(_StoreMemory):
 
     def __init__(
         self,
-        store: BaseMemoryStore,
+        store: TaskStore,
         n: int = 3,
         *,
         include: Iterable[str] | None = None,
@@ -316,7 +321,7 @@ class SimilarityMemory(_StoreMemory):
 
     def __init__(
         self,
-        store: BaseMemoryStore,
+        store: TaskStore,
         k: int = 3,
         search_kwargs: Mapping[str, Any] | None = None,
         *,
@@ -360,7 +365,7 @@ class HybridMemory(_StoreMemory):
 
     def __init__(
         self,
-        store: BaseMemoryStore,
+        store: TaskStore,
         *,
         n: int = 3,
         k: int = 3,
@@ -440,12 +445,12 @@ class ReflectiveMemory(_StoreMemory):
     the failure is logged on the `episodex` logger and counted in `reflection_failures`.
 
     ```python
-    from episodex import Episode, JSONLMemoryStore, ReflectiveMemory, Task, TaskResult
+    from episodex import Episode, JSONLTaskStore, ReflectiveMemory, Task, TaskResult
 
     async def llm(prompt: str) -> str:  # any async str -> str; the adapters turn
         return "Check the units first."  # LangChain and LlamaIndex models into one
 
-    memory = ReflectiveMemory(JSONLMemoryStore("./agent-memory"), llm, n=3)
+    memory = ReflectiveMemory(JSONLTaskStore("./agent-memory"), llm, n=3)
     task = Task(instruction="Convert 3 miles to km")
     episode = Episode(task=task, result=TaskResult(task_id=task.id_, content="4.83 km"))
     stored = await memory.record(episode)
@@ -469,14 +474,14 @@ class ReflectiveMemory(_StoreMemory):
 
     def __init__(
         self,
-        store: BaseMemoryStore,
+        store: TaskStore,
         llm: LLMCallable,
         n: int = 3,
         *,
         template: str = REFLECTION_TEMPLATE,
         timeout: float | None = None,
         max_reflection_chars: int = 1000,
-        recall_with: BaseMemory | None = None,
+        recall_with: TaskMemory | None = None,
         include: Iterable[str] | None = None,
         encoding: str | TokenCounter = DEFAULT_ENCODING,
     ) -> None:
@@ -499,7 +504,7 @@ class ReflectiveMemory(_StoreMemory):
         self.max_reflection_chars = require_int(
             "max_reflection_chars", max_reflection_chars, minimum=1, error=ConfigurationError
         )
-        if recall_with is not None and not isinstance(recall_with, BaseMemory):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if recall_with is not None and not isinstance(recall_with, TaskMemory):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigurationError(
                 f"recall_with must be a memory, got {type(recall_with).__name__}"
             )
