@@ -151,3 +151,18 @@ def _close_shared_memory() -> Any:
     yield
     if "memory" in _SHARED:
         _SHARED.pop("memory").close()
+
+
+def test_recall_options_are_the_core_recall_options(
+    filled: tuple[EpisodicMemory, str, str],
+) -> None:
+    # The allowed names come from episodex.RecallOptions, so every core option is accepted.
+    memory, alice, _ = filled
+    retriever = EpisodicRetriever(
+        memory=memory,
+        user_id=alice,
+        agent_id=AGENT,
+        recall_options={"with_stream_ranks": False, "stage1_limit": 50, "rrf_k": 5},
+    )
+    docs = retriever.invoke("refund order 1234")
+    assert docs and all(d.metadata["streams"] == {} for d in docs)

@@ -412,3 +412,25 @@ async def test_a_memory_over_its_limit_with_nothing_recalled_still_reads(
     question = "Tell me everything you know about order 1234, its refund, its shipping and more."
     await chat.aput(ChatMessage(role="user", content=question))
     assert [m.content for m in await chat.aget()] == [question]
+
+
+async def test_recall_options_are_the_core_recall_options(
+    memory: EpisodicMemory, user: str
+) -> None:
+    # Every episodex.RecallOptions name but the limits (the block's own settings) is accepted.
+    await seed(memory, user)
+    block = EpisodicMemoryBlock(
+        memory=memory,
+        user_id=user,
+        agent_id=AGENT,
+        recall_options={"with_stream_ranks": False, "stage1_limit": 50, "rrf_k": 5},
+    )
+    text = await block.aget([ChatMessage(role="user", content="Elm Street")], session_id="s")
+    assert "12 Elm Street" in text
+    with pytest.raises(ConfigurationError, match="same_conversation_limit"):
+        EpisodicMemoryBlock(
+            memory=memory,
+            user_id=user,
+            agent_id=AGENT,
+            recall_options={"same_conversation_limit": 2},
+        )

@@ -5,22 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from episodex import SyncEpisodicMemory
+from episodex import RecallOptions, SyncEpisodicMemory
 
 __all__ = ["RECALL_OPTIONS", "check_recall_options", "core_memory"]
 
-#: The keyword arguments of `EpisodicMemory.recall` an adapter may set.
-RECALL_OPTIONS = frozenset(
-    {
-        "previous_conversation_limit",
-        "same_conversation_limit",
-        "short_weight",
-        "long_weight",
-        "bm25_weight",
-        "stage1_limit",
-        "rrf_k",
-    }
-)
+#: The keyword arguments of `EpisodicMemory.recall` an adapter may set: the core's type's keys.
+RECALL_OPTIONS: frozenset[str] = RecallOptions.__optional_keys__
 
 
 def check_recall_options(options: Mapping[str, Any]) -> dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from episodex import TaskStore
+from episodex import TaskSearchOptions, TaskStore
 from episodex._tasks.model import EPISODE_FIELDS, Episode
 from langchain_core.documents import Document
 from pydantic import Field, field_validator
@@ -13,10 +13,8 @@ from langchain_episodex._retriever_base import EpisodexRetriever
 
 __all__ = ["TaskEpisodeRetriever", "task_document"]
 
-#: The `search` options of the task stores an adapter may set.
-SEARCH_OPTIONS = frozenset(
-    {"filter", "score_threshold", "mode", "dense_weight", "bm25_weight", "rrf_k"}
-)
+#: The `search` options of the task stores an adapter may set: the core's type's keys.
+SEARCH_OPTIONS: frozenset[str] = TaskSearchOptions.__optional_keys__
 
 
 def task_document(episode: Episode, rank: int, include: list[str] | None = None) -> Document:

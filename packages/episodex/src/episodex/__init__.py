@@ -33,6 +33,7 @@ from episodex._engines.sparse import Bm25Encoder
 from episodex._episodes.block import format_recall
 from episodex._episodes.memory import EpisodicMemory, SyncEpisodicMemory
 from episodex._episodes.model import ConversationEpisode
+from episodex._episodes.options import RecallOptions
 from episodex._episodes.store import EpisodeStore, ImportReport
 from episodex._lessons.block import format_lessons
 from episodex._lessons.graders import Grader, LLMGrader, ProgrammaticGrader
@@ -42,7 +43,13 @@ from episodex._lessons.transfer import export_memories, import_memories
 from episodex._tasks.jsonl import JSONLTaskStore
 from episodex._tasks.model import Episode, Task, TaskResult
 from episodex._tasks.qdrant import QdrantTaskStore
-from episodex._tasks.store import BaseMemoryStore, TaskStore, TornLine
+from episodex._tasks.store import (
+    BaseMemoryStore,
+    SearchMode,
+    TaskSearchOptions,
+    TaskStore,
+    TornLine,
+)
 from episodex._tasks.strategies import (
     BaseMemory,
     HybridMemory,
@@ -95,9 +102,11 @@ __all__ = [
     "OpenAICompatibleEmbedder",
     "ProgrammaticGrader",
     "QdrantTaskStore",
+    "RecallOptions",
     "RecencyMemory",
     "ReflectiveMemory",
     "RetrievedLesson",
+    "SearchMode",
     "SimilarityMemory",
     "StepGrade",
     "StepLessonMemory",
@@ -109,6 +118,7 @@ __all__ = [
     "Task",
     "TaskMemory",
     "TaskResult",
+    "TaskSearchOptions",
     "TaskStore",
     "TornLine",
     "UnknownTagError",

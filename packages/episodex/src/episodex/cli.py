@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from episodex._common.errors import (
     EpisodexError,
@@ -22,10 +22,22 @@ from episodex._common.errors import (
     StoreLockedError,
     ValidationError,
 )
+from episodex._episodes.options import RecallOptions
 
 __all__ = ["main"]
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_LOCKED = 0, 1, 2, 3, 4
+
+#: `recall` flags: each sets the `RecallOptions` key of the same meaning.
+_RECALL_FLAGS: tuple[tuple[str, str, type[int] | type[float]], ...] = (
+    ("--same-limit", "same_conversation_limit", int),
+    ("--previous-limit", "previous_conversation_limit", int),
+    ("--short-weight", "short_weight", float),
+    ("--long-weight", "long_weight", float),
+    ("--bm25-weight", "bm25_weight", float),
+    ("--stage1-limit", "stage1_limit", int),
+    ("--rrf-k", "rrf_k", int),
+)
 
 
 def _json_default(value: object) -> Any:
@@ -97,11 +109,9 @@ def _parser() -> argparse.ArgumentParser:
     rec = sub.add_parser("recall", help="recall episodes for a query")
     ids(rec, conversation=True)
     rec.add_argument("query", help="the query text")
-    rec.add_argument("--same-limit", type=int, default=5)
-    rec.add_argument("--previous-limit", type=int, default=10)
-    rec.add_argument("--short-weight", type=float, default=0.15)
-    rec.add_argument("--long-weight", type=float, default=0.15)
-    rec.add_argument("--bm25-weight", type=float, default=0.7)
+    # Left out, an option takes the core's default (documented on RecallOptions).
+    for flag, option, kind in _RECALL_FLAGS:
+        rec.add_argument(flag, dest=option, type=kind, help=f"recall option {option}")
     rec.add_argument(
         "--block", action="store_true", help="print the prompt block instead of a list"
     )
@@ -206,13 +216,14 @@ async def _command(args: argparse.Namespace) -> int:
                 for line, why in report.skipped:
                     sys.stderr.write(f"skipped line {line}: {why}\n")
         elif args.command == "recall":
-            options = {
-                "same_conversation_limit": args.same_limit,
-                "previous_conversation_limit": args.previous_limit,
-                "short_weight": args.short_weight,
-                "long_weight": args.long_weight,
-                "bm25_weight": args.bm25_weight,
-            }
+            options = cast(
+                RecallOptions,
+                {
+                    option: getattr(args, option)
+                    for _, option, _ in _RECALL_FLAGS
+                    if getattr(args, option) is not None
+                },
+            )
             if args.block:
                 block = await mem.recall_block(
                     user_id=args.user,

@@ -7,7 +7,7 @@ import functools
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Any, Literal, TypeVar
+from typing import IO, Any, Literal, TypeVar, Unpack
 
 from episodex._common.errors import ConfigurationError
 from episodex._common.sync import SyncTwin
@@ -19,6 +19,7 @@ from episodex._engines.factory import open_engine
 from episodex._engines.sparse import Bm25Encoder
 from episodex._episodes.block import format_recall
 from episodex._episodes.model import ConversationEpisode
+from episodex._episodes.options import RecallOptions
 from episodex._episodes.store import EpisodeStore, ImportReport, RecallResult
 
 __all__ = ["EpisodicMemory", "SyncEpisodicMemory", "resolve_embedder"]
@@ -185,30 +186,9 @@ class EpisodicMemory:
         agent_id: str,
         query: str,
         conversation_id: str | None = None,
-        previous_conversation_limit: int = 10,
-        same_conversation_limit: int = 5,
-        short_weight: float = 0.15,
-        long_weight: float = 0.15,
-        bm25_weight: float = 0.7,
-        stage1_limit: int = 100,
-        rrf_k: int = 10,
-        with_stream_ranks: bool = True,
+        **options: Unpack[RecallOptions],
     ) -> RecallResult:
-        """Recall episodes for a query.
-
-        The short, long and BM25 searches each take their `stage1_limit` best; the engine fuses
-        them by weighted Reciprocal Rank Fusion (each stream adds
-        `1 / (rank / weight + rrf_k - 1)`), once among the current conversation's episodes and
-        once among the others. The default weights lean on BM25: on the LoCoMo development
-        split they beat the seed's 0.2/0.3/0.5 with the bundled model (see
-        `benchmarks/README.md`); a stronger embedder may deserve more dense weight.
-
-        Returns `{"same_conversation": [...], "previous_conversations": [...]}`, each best
-        first. Each item has `point_id`, `score`, `short_summary_text`, `long_summary_text`,
-        every stored field, and `streams`: for each stream that found it, its rank and score.
-        `with_stream_ranks=False` leaves `streams` out and skips the id-only stream searches
-        that produce it, for the lowest latency.
-        """
+        """Recall episodes for a query (see `EpisodeStore.recall`; options in `RecallOptions`)."""
         return await asyncio.to_thread(
             functools.partial(
                 self.store.recall,
@@ -216,14 +196,7 @@ class EpisodicMemory:
                 agent_id=agent_id,
                 query=query,
                 conversation_id=conversation_id,
-                previous_conversation_limit=previous_conversation_limit,
-                same_conversation_limit=same_conversation_limit,
-                short_weight=short_weight,
-                long_weight=long_weight,
-                bm25_weight=bm25_weight,
-                stage1_limit=stage1_limit,
-                rrf_k=rrf_k,
-                with_stream_ranks=with_stream_ranks,
+                **options,
             )
         )
 
@@ -236,7 +209,7 @@ class EpisodicMemory:
         conversation_id: str | None = None,
         max_tokens: int | None = None,
         encoding: str | TokenCounter = DEFAULT_ENCODING,
-        **recall_options: Any,
+        **options: Unpack[RecallOptions],
     ) -> str:
         """Recall and render the `<recalled_episodes>` prompt block (`""` when nothing matched)."""
         result = await self.recall(
@@ -244,7 +217,7 @@ class EpisodicMemory:
             agent_id=agent_id,
             query=query,
             conversation_id=conversation_id,
-            **recall_options,
+            **options,
         )
         return format_recall(result, max_tokens=max_tokens, encoding=encoding)
 

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, Any, Literal, Unpack
 
 from episodex._common.errors import ImportFileError, NotFoundError, ValidationError
 from episodex._common.validation import require_int, require_text, require_weight
@@ -26,6 +26,7 @@ from episodex._engines.collection import check_manifest, foreign_claims, tenant_
 from episodex._engines.plan import CollectionSpec, Filter, Fused, HasId, Hit, Match, Point, Stream
 from episodex._engines.sparse import Bm25Encoder
 from episodex._episodes.model import ConversationEpisode, payload_to_item
+from episodex._episodes.options import RecallOptions, check_recall_options
 
 __all__ = ["EpisodeStore", "ImportReport", "RecallResult", "check_manifest"]
 
@@ -166,29 +167,39 @@ class EpisodeStore:
         agent_id: str,
         query: str,
         conversation_id: str | None = None,
-        previous_conversation_limit: int = 10,
-        same_conversation_limit: int = 5,
-        short_weight: float = 0.15,
-        long_weight: float = 0.15,
-        bm25_weight: float = 0.7,
-        stage1_limit: int = 100,
-        rrf_k: int = 10,
-        with_stream_ranks: bool = True,
+        **options: Unpack[RecallOptions],
     ) -> RecallResult:
-        """Hybrid recall: three streams fused by weighted RRF in the engine, split by conversation."""
+        """Recall episodes for a query.
+
+        The short, long and BM25 searches each take their `stage1_limit` best; the engine fuses
+        them by weighted Reciprocal Rank Fusion, once among the current conversation's episodes
+        and once among the others. `RecallOptions` documents each option and its default.
+
+        Returns `{"same_conversation": [...], "previous_conversations": [...]}`, each best
+        first. Each item has `point_id`, `score`, `short_summary_text`, `long_summary_text`,
+        every stored field, and (unless `with_stream_ranks=False`) `streams`: for each stream
+        that found it, its rank and score.
+        """
+        check_recall_options(options)
         base = tenant_filter(user_id, agent_id)
         if not isinstance(query, str) or not query.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ValidationError(f"query must be a non-empty string, got {query!r}")
         if conversation_id is not None:
             require_text("conversation_id", conversation_id)
-        prev_limit = require_int("previous_conversation_limit", previous_conversation_limit)
-        same_limit = require_int("same_conversation_limit", same_conversation_limit)
-        stage1 = require_int("stage1_limit", stage1_limit, minimum=1)
-        k = require_int("rrf_k", rrf_k, minimum=1)
+        # The defaults live here and only here (RecallOptions repeats them in its docs).
+        prev_limit = require_int(
+            "previous_conversation_limit", options.get("previous_conversation_limit", 10)
+        )
+        same_limit = require_int(
+            "same_conversation_limit", options.get("same_conversation_limit", 5)
+        )
+        stage1 = require_int("stage1_limit", options.get("stage1_limit", 100), minimum=1)
+        k = require_int("rrf_k", options.get("rrf_k", 10), minimum=1)
+        with_stream_ranks = options.get("with_stream_ranks", True)
         weights = {
-            "short": require_weight("short_weight", short_weight),
-            "long": require_weight("long_weight", long_weight),
-            "bm25": require_weight("bm25_weight", bm25_weight),
+            "short": require_weight("short_weight", options.get("short_weight", 0.15)),
+            "long": require_weight("long_weight", options.get("long_weight", 0.15)),
+            "bm25": require_weight("bm25_weight", options.get("bm25_weight", 0.7)),
         }
         if not any(weights.values()):
             raise ValidationError(

@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Unpack
 
 from episodex._common.errors import (
     ConfigurationError,
@@ -23,6 +23,7 @@ from episodex._common.validation import require_int, require_text
 from episodex._engines.sparse import Bm25Encoder
 from episodex._tasks.model import Episode
 from episodex._tasks.store import (
+    TaskSearchOptions,
     TornLine,
     check_search_kwargs,
     describe_store,
@@ -339,21 +340,22 @@ class JSONLTaskStore:
         """How many episodes are stored."""
         return len(self._entries)
 
-    async def search(self, query: str, k: int = 3, **kwargs: Any) -> list[Episode]:
+    async def search(
+        self, query: str, k: int = 3, **options: Unpack[TaskSearchOptions]
+    ) -> list[Episode]:
         """Up to `k` episodes ranked by BM25 (Snowball stemming, English stopwords).
 
         Args:
             query: The search text (usually the new task's instruction).
             k: How many episodes at most.
-            **kwargs: `filter`, a `{metadata key: value}` mapping (dotted keys reach nested
-                objects, a list of strings matches any of them); `score_threshold`, the least
-                BM25 score kept.
+            **options: `filter` (a `{metadata key: value}` mapping) and `score_threshold`
+                (the least BM25 score kept) of `TaskSearchOptions`; the others are rejected.
         """
-        check_search_kwargs(kwargs, self.SEARCH_OPTIONS, "JSONLTaskStore")
+        check_search_kwargs(options, self.SEARCH_OPTIONS, "JSONLTaskStore")
         query = require_text("query", query)
         k = require_int("k", k)
-        flt = metadata_filter(kwargs.get("filter"))
-        threshold = threshold_arg(kwargs.get("score_threshold"))
+        flt = metadata_filter(options.get("filter"))
+        threshold = threshold_arg(options.get("score_threshold"))
         return await asyncio.to_thread(self._search, query, k, flt, threshold)
 
     async def summary(self) -> str:

@@ -7,7 +7,7 @@ import functools
 import os
 import threading
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from episodex._common.errors import (
     ConfigurationError,
@@ -35,6 +35,8 @@ from episodex._engines.plan import (
 from episodex._engines.sparse import Bm25Encoder
 from episodex._tasks.model import Episode
 from episodex._tasks.store import (
+    SEARCH_OPTION_NAMES,
+    TaskSearchOptions,
     check_search_kwargs,
     describe_store,
     embedded_text_arg,
@@ -89,7 +91,7 @@ class QdrantTaskStore:
         stage1_limit: How many candidates each stream hands to fusion.
     """
 
-    SEARCH_OPTIONS = ("filter", "score_threshold", "mode", "dense_weight", "bm25_weight", "rrf_k")
+    SEARCH_OPTIONS = SEARCH_OPTION_NAMES
 
     def __init__(
         self,
@@ -314,40 +316,37 @@ class QdrantTaskStore:
         """How many episodes are stored."""
         return await asyncio.to_thread(self.engine.count, self.collection, Filter())
 
-    async def search(self, query: str, k: int = 3, **kwargs: Any) -> list[Episode]:
+    async def search(
+        self, query: str, k: int = 3, **options: Unpack[TaskSearchOptions]
+    ) -> list[Episode]:
         """Up to `k` episodes for `query`: dense and BM25 streams fused by weighted RRF.
 
         Args:
             query: The search text (usually the new task's instruction).
             k: How many episodes at most.
-            **kwargs: `filter`: a `{metadata key: value}` mapping (dotted keys reach nested
-                objects, a list of strings matches any), or a plan `Filter` over the payload
-                (`metadata.<key>`, `task_id`, `episode_id`, `completed_at`), passed through.
-                `score_threshold`: the least cosine similarity (`hybrid`, `dense`) or BM25
-                score (`bm25`) kept. `mode`: `hybrid` (default), `dense` or `bm25`.
-                `dense_weight`, `bm25_weight`: the fusion weights (default 1.0 each).
-                `rrf_k`: the RRF constant (default 10).
+            **options: `TaskSearchOptions`: `filter`, `score_threshold`, `mode`,
+                `dense_weight`, `bm25_weight`, `rrf_k`.
         """
-        check_search_kwargs(kwargs, self.SEARCH_OPTIONS, "QdrantTaskStore")
+        check_search_kwargs(options, self.SEARCH_OPTIONS, "QdrantTaskStore")
         query = require_text("query", query)
         k = require_int("k", k)
-        raw_filter = kwargs.get("filter")
+        raw_filter = options.get("filter")
         flt = (
             raw_filter
             if isinstance(raw_filter, Filter)
             else _plan_filter(metadata_filter(raw_filter))
         )
-        threshold = threshold_arg(kwargs.get("score_threshold"))
-        mode = kwargs.get("mode", "hybrid")
+        threshold = threshold_arg(options.get("score_threshold"))
+        mode = options.get("mode", "hybrid")
         if mode not in ("hybrid", "dense", "bm25"):
             raise ValidationError(f"mode must be 'hybrid', 'dense' or 'bm25', got {mode!r}")
         weights = {
-            "dense": require_weight("dense_weight", kwargs.get("dense_weight", 1.0)),
-            "bm25": require_weight("bm25_weight", kwargs.get("bm25_weight", 1.0)),
+            "dense": require_weight("dense_weight", options.get("dense_weight", 1.0)),
+            "bm25": require_weight("bm25_weight", options.get("bm25_weight", 1.0)),
         }
         if not any(weights.values()):
             raise ValidationError("dense_weight and bm25_weight are both 0: give one a weight > 0")
-        rrf_k = kwargs.get("rrf_k", 10)
+        rrf_k: object = options.get("rrf_k", 10)
         if isinstance(rrf_k, bool) or not isinstance(rrf_k, int) or rrf_k < 1:
             raise ValidationError(f"rrf_k must be an integer >= 1, got {rrf_k!r}")
         return await asyncio.to_thread(

@@ -13,20 +13,18 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypedDict, Unpack, runtime_checkable
 
-from episodex._common.errors import (
-    ValidationError,
-)
+from episodex._common.errors import ValidationError
+from episodex._engines.plan import Filter
 from episodex._tasks.model import TIME_FORMAT, Episode
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = [
     "EMBED_FIELDS",
     "BaseMemoryStore",
     "MetadataFilter",
+    "SearchMode",
+    "TaskSearchOptions",
     "TaskStore",
     "TornLine",
     "check_search_kwargs",
@@ -40,7 +38,7 @@ __all__ = [
     "threshold_arg",
 ]
 
-# The two stores live in `_task_store_jsonl.py` and `_task_store_qdrant.py`.
+# The two stores live in `jsonl.py` and `qdrant.py` beside this module.
 
 logger = logging.getLogger("episodex")
 
@@ -50,6 +48,45 @@ EMBED_FIELDS = ("instruction", "result", "additional_data", "error")
 FilterValue = str | int | Sequence[str]
 #: `{metadata key: value}`; a dotted key reaches into nested objects, a list value matches any.
 MetadataFilter = Mapping[str, FilterValue]
+
+#: How `QdrantTaskStore.search` finds candidates: both streams fused, or one alone.
+SearchMode = Literal["hybrid", "dense", "bm25"]
+
+
+class TaskSearchOptions(TypedDict, total=False):
+    """The options of a task store's `search`; every key is optional.
+
+    A store rejects, with `ValidationError`, an option it does not support: `JSONLTaskStore`
+    takes `filter` and `score_threshold`; `QdrantTaskStore` takes all of them.
+    """
+
+    filter: MetadataFilter | Filter
+    """Keep only episodes whose metadata matches.
+
+    A `{metadata key: value}` mapping (a dotted key reaches into nested objects, a list of
+    strings matches any of them); `QdrantTaskStore` also takes a plan `Filter` over the payload
+    (`metadata.<key>`, `task_id`, `episode_id`, `completed_at`), passed through.
+    """
+
+    score_threshold: float | None
+    """The least score kept: cosine similarity (`hybrid`, `dense`) or BM25 score (`bm25`,
+    `JSONLTaskStore`). None keeps every hit."""
+
+    mode: SearchMode
+    """`hybrid` (default): dense and BM25 streams fused by weighted RRF; or one stream alone."""
+
+    dense_weight: float
+    """Fusion weight of the dense stream (default 1.0)."""
+
+    bm25_weight: float
+    """Fusion weight of the BM25 stream (default 1.0)."""
+
+    rrf_k: int
+    """The Reciprocal Rank Fusion constant (default 10)."""
+
+
+#: Every option name of `TaskSearchOptions`, in definition order.
+SEARCH_OPTION_NAMES: tuple[str, ...] = tuple(TaskSearchOptions.__annotations__)
 
 # uuid5 namespace of task ids: the same task id always lands on the same point.
 _TASK_NAMESPACE = uuid.UUID("5b0f8a52-6d43-4c55-9a7e-3f0c1d2e9b84")
@@ -79,7 +116,9 @@ class TaskStore(Protocol):
         """How many episodes are stored."""
         ...
 
-    async def search(self, query: str, k: int = 3, **kwargs: Any) -> list[Episode]:
+    async def search(
+        self, query: str, k: int = 3, **options: Unpack[TaskSearchOptions]
+    ) -> list[Episode]:
         """Up to `k` episodes relevant to `query`, best first."""
         ...
 
@@ -151,6 +190,7 @@ def threshold_arg(value: object) -> float | None:
 
 
 def check_search_kwargs(kwargs: Mapping[str, Any], allowed: Sequence[str], store: str) -> None:
+    """Raise `ValidationError` for an option `store` does not support."""
     unknown = sorted(set(kwargs) - set(allowed))
     if unknown:
         raise ValidationError(

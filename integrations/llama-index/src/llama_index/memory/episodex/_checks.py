@@ -8,11 +8,14 @@ from typing import Any
 
 from pydantic import ValidationError as PydanticValidationError
 
-from episodex import ConfigurationError
+from episodex import ConfigurationError, RecallOptions
 
 __all__ = ["RECALL_OPTIONS", "check_recall_options", "configuration_errors", "require_id"]
 
-RECALL_OPTIONS = frozenset({"short_weight", "long_weight", "bm25_weight", "stage1_limit", "rrf_k"})
+#: The adapters' own settings for these `RecallOptions`: not passed in `recall_options` too.
+OWN_SETTINGS = frozenset({"previous_conversation_limit", "same_conversation_limit"})
+
+RECALL_OPTIONS: frozenset[str] = RecallOptions.__optional_keys__ - OWN_SETTINGS
 """The `EpisodicMemory.recall` options an adapter passes through; ids and limits are its own."""
 
 

@@ -1,0 +1,65 @@
+"""The options of a conversation-episode recall: one definition for the core, CLI and adapters."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypedDict
+
+__all__ = ["RecallOptions", "check_recall_options"]
+
+
+class RecallOptions(TypedDict, total=False):
+    """Tuning of `EpisodicMemory.recall` (and `recall_block`); every key is optional.
+
+    Pass them as keyword arguments (`recall(..., bm25_weight=1.0)`), or keep them in a dict
+    typed `RecallOptions` and spread it (`recall(..., **options)`); the adapters take such a
+    dict as their `recall_options`.
+    """
+
+    previous_conversation_limit: int
+    """Most episodes returned from other conversations (default 10; 0 skips that search)."""
+
+    same_conversation_limit: int
+    """Most episodes returned from the current `conversation_id` (default 5)."""
+
+    short_weight: float
+    """Fusion weight of the short-summary dense stream (default 0.15)."""
+
+    long_weight: float
+    """Fusion weight of the long-summary dense stream (default 0.15)."""
+
+    bm25_weight: float
+    """Fusion weight of the BM25 sparse stream (default 0.7).
+
+    The default weights lean on BM25: on the LoCoMo development split they beat the seed's
+    0.2/0.3/0.5 with the bundled model (see `benchmarks/README.md`); a stronger embedder may
+    deserve more dense weight. At least one of the three weights must be above 0.
+    """
+
+    stage1_limit: int
+    """How many candidates each stream finds before fusion (default 100)."""
+
+    rrf_k: int
+    """The Reciprocal Rank Fusion constant (default 10).
+
+    Each stream adds `1 / (rank / weight + rrf_k - 1)` to the score of every hit it found.
+    """
+
+    with_stream_ranks: bool
+    """Add `streams` (each stream's rank and score) to every item (default True).
+
+    False skips the id-only stream searches that produce it, for the lowest latency.
+    """
+
+
+RECALL_OPTION_NAMES: frozenset[str] = RecallOptions.__optional_keys__
+
+
+def check_recall_options(options: Mapping[str, Any], *, where: str = "recall") -> None:
+    """Raise `TypeError`, as Python does for a bad keyword, for a name `RecallOptions` lacks."""
+    unknown = sorted(set(options) - RECALL_OPTION_NAMES)
+    if unknown:
+        raise TypeError(
+            f"{where}() got unexpected keyword argument(s) {', '.join(map(repr, unknown))}; "
+            f"its options are {', '.join(sorted(RECALL_OPTION_NAMES))}"
+        )

@@ -1,0 +1,148 @@
+"""One typed options definition per operation: the core, the CLI and the stores agree on it."""
+
+from __future__ import annotations
+
+import json
+import typing
+
+import pytest
+from episodex import (
+    Episode,
+    EpisodicMemory,
+    JSONLTaskStore,
+    QdrantTaskStore,
+    RecallOptions,
+    SearchMode,
+    Task,
+    TaskResult,
+    TaskSearchOptions,
+    ValidationError,
+)
+from episodex.cli import main
+
+#: The default of every recall option, as `RecallOptions` documents it.
+DOCUMENTED_DEFAULTS: RecallOptions = {
+    "previous_conversation_limit": 10,
+    "same_conversation_limit": 5,
+    "short_weight": 0.15,
+    "long_weight": 0.15,
+    "bm25_weight": 0.7,
+    "stage1_limit": 100,
+    "rrf_k": 10,
+    "with_stream_ranks": True,
+}
+
+
+@pytest.fixture
+async def memory(embedder) -> typing.AsyncIterator[EpisodicMemory]:
+    mem = EpisodicMemory(location=":memory:", embedder=embedder)
+    for i, (short, conversation) in enumerate(
+        [("Refund for order 42", "c1"), ("Shipping delay", "c2"), ("Refund again", "c3")]
+    ):
+        await mem.memorize(
+            short_summary=short,
+            long_summary=f"{short}: long story {i}",
+            user_id="u",
+            agent_id="a",
+            conversation_id=conversation,
+        )
+    yield mem
+    await mem.aclose()
+
+
+def test_the_typed_dicts_list_every_option_once() -> None:
+    assert set(RecallOptions.__optional_keys__) == set(DOCUMENTED_DEFAULTS)
+    assert not RecallOptions.__required_keys__
+    assert set(TaskSearchOptions.__optional_keys__) == {
+        "filter",
+        "score_threshold",
+        "mode",
+        "dense_weight",
+        "bm25_weight",
+        "rrf_k",
+    }
+    assert typing.get_args(SearchMode) == ("hybrid", "dense", "bm25")
+
+
+async def test_the_documented_defaults_are_the_defaults(memory: EpisodicMemory) -> None:
+    plain = await memory.recall(user_id="u", agent_id="a", query="refund", conversation_id="c1")
+    explicit = await memory.recall(
+        user_id="u", agent_id="a", query="refund", conversation_id="c1", **DOCUMENTED_DEFAULTS
+    )
+    assert plain == explicit
+    assert plain["previous_conversations"] and plain["same_conversation"]
+
+
+async def test_every_recall_option_reaches_the_store(memory: EpisodicMemory) -> None:
+    kw = {"user_id": "u", "agent_id": "a", "query": "refund", "conversation_id": "c1"}
+    assert (await memory.recall(**kw, same_conversation_limit=0))["same_conversation"] == []
+    assert (await memory.recall(**kw, previous_conversation_limit=1))[
+        "previous_conversations"
+    ].__len__() == 1
+    assert (
+        "streams"
+        not in (await memory.recall(**kw, with_stream_ranks=False))["previous_conversations"][0]
+    )
+    for name in ("short_weight", "long_weight", "bm25_weight"):
+        with pytest.raises(ValidationError, match=name):
+            await memory.recall(**kw, **{name: -1.0})
+    for name in ("stage1_limit", "rrf_k"):
+        with pytest.raises(ValidationError, match=name):
+            await memory.recall(**kw, **{name: 0})
+    block = await memory.recall_block(**kw, short_weight=0.0, long_weight=0.0, rrf_k=1)
+    assert block.startswith("<recalled_episodes>")
+
+
+async def test_an_unknown_recall_option_is_a_type_error(memory: EpisodicMemory) -> None:
+    with pytest.raises(TypeError, match="'top_k'"):
+        await memory.recall(user_id="u", agent_id="a", query="refund", top_k=3)  # pyright: ignore[reportCallIssue]
+    with pytest.raises(TypeError, match="'top_k'"):
+        await memory.recall_block(user_id="u", agent_id="a", query="refund", top_k=3)  # pyright: ignore[reportCallIssue]
+    with pytest.raises(TypeError, match="'top_k'"):
+        memory.store.recall(user_id="u", agent_id="a", query="refund", top_k=3)  # pyright: ignore[reportCallIssue]
+
+
+async def test_task_stores_take_the_typed_search_options(embedder, tmp_path) -> None:
+    qdrant = QdrantTaskStore(location=":memory:", embedder=embedder)
+    jsonl = JSONLTaskStore(tmp_path / "tasks.jsonl")
+    episode = Episode(
+        task=Task(id_="t1", instruction="convert 3 miles to km"),
+        result=TaskResult(task_id="t1", content="4.8 km"),
+        metadata={"user": "u1"},
+    )
+    await qdrant.write(episode)
+    await jsonl.write(episode)
+    options: TaskSearchOptions = {
+        "filter": {"user": "u1"},
+        "score_threshold": None,
+        "mode": "hybrid",
+        "dense_weight": 1.0,
+        "bm25_weight": 0.5,
+        "rrf_k": 5,
+    }
+    assert [e.task.id_ for e in await qdrant.search("miles to km", 3, **options)] == ["t1"]
+    for mode in typing.get_args(SearchMode):
+        assert await qdrant.search("miles to km", 3, mode=mode)
+    with pytest.raises(ValidationError, match="mode"):
+        await qdrant.search("miles to km", 3, mode="sparse")  # pyright: ignore[reportArgumentType]
+    assert [e.task.id_ for e in await jsonl.search("miles km", 3, filter={"user": "u1"})] == ["t1"]
+    with pytest.raises(ValidationError, match=r"JSONLTaskStore\.search got unknown option"):
+        await jsonl.search("miles km", 3, mode="bm25")
+    with pytest.raises(ValidationError, match=r"QdrantTaskStore\.search got unknown option"):
+        await qdrant.search("miles km", 3, top=2)  # pyright: ignore[reportCallIssue]
+
+
+def test_the_cli_sets_every_recall_option_it_names(capsys, tmp_path) -> None:
+    store = str(tmp_path / "store")
+    ids = ["--user", "u", "--agent", "a"]
+    assert main(["--path", store, "add", *ids, "--conversation", "c1", "--short", "Refund 42",
+                 "--long", "User got a refund for order 42"]) == 0  # fmt: skip
+    capsys.readouterr()
+    flags = ["--stage1-limit", "5", "--rrf-k", "2", "--previous-limit", "1", "--same-limit", "0"]
+    assert main(["--path", store, "--json", "recall", *ids, *flags, "refund"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert len(res["previous_conversations"]) == 1
+    # A flag left out takes the core's default; a bad value is the core's ValidationError.
+    code = main(["--path", store, "recall", *ids, "--rrf-k", "0", "refund"])
+    assert code == 2
+    assert "rrf_k" in capsys.readouterr().err
