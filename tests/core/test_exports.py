@@ -49,6 +49,7 @@ EPISODEX = [
     "JSONLTaskStore",
     "LLMCallable",
     "LLMGrader",
+    "LessonOptions",
     "Attempt",
     "MemKey",
     "MemoryEntry",
@@ -86,6 +87,7 @@ EPISODEX = [
     "open_engine",
     "render_episodes",
     "render_memories",
+    "run_sync",
     "token_counter",
 ]
 

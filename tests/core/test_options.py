@@ -10,9 +10,11 @@ from episodex import (
     Episode,
     EpisodicMemory,
     JSONLTaskStore,
+    LessonOptions,
     QdrantTaskStore,
     RecallOptions,
     SearchMode,
+    StepLessonMemory,
     Task,
     TaskResult,
     TaskSearchOptions,
@@ -146,3 +148,22 @@ def test_the_cli_sets_every_recall_option_it_names(capsys, tmp_path) -> None:
     code = main(["--path", store, "recall", *ids, "--rrf-k", "0", "refund"])
     assert code == 2
     assert "rrf_k" in capsys.readouterr().err
+
+
+async def test_lesson_options_are_one_typed_dict(memory: EpisodicMemory) -> None:
+    assert set(LessonOptions.__optional_keys__) == {
+        "env_threshold",
+        "top_k",
+        "env_weight",
+        "state_weight",
+        "final_k",
+    }
+    lessons = StepLessonMemory.from_memory(memory, final_k=1)
+    await lessons.init_episode("s1", user_id="u", agent_id="a")
+    options: LessonOptions = {"env_threshold": 0.5, "top_k": 3, "final_k": 2}
+    assert await lessons.retrieve_memories({"url": "/x"}, "state", **options) == []
+    assert await lessons.lessons_block({"url": "/x"}, "state", **options) == ""
+    with pytest.raises(ValidationError, match="top_k"):
+        await lessons.lessons_block({"url": "/x"}, "state", top_k=0)
+    with pytest.raises(TypeError, match="top_kk"):
+        await lessons.lessons_block({"url": "/x"}, "state", top_kk=3)  # pyright: ignore[reportCallIssue]

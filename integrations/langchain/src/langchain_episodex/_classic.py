@@ -7,11 +7,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from episodex import EpisodicMemory as CoreMemory
-from episodex import ValidationError
+from episodex import ValidationError, run_sync
 from pydantic import ConfigDict, Field, field_validator
 from pydantic import ValidationError as PydanticValidationError
 
-from langchain_episodex._blocking import run_blocking
 from langchain_episodex._options import check_recall_options, core_memory
 from langchain_episodex._pydantic import configuration_error
 from langchain_episodex._summaries import exchange_summaries, message_text
@@ -141,7 +140,7 @@ class EpisodicMemory(BaseMemory):
 
     def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
         """Recall for the chain input; returns `{memory_key: block}`."""
-        return run_blocking(self.aload_memory_variables(inputs))
+        return run_sync(self.aload_memory_variables(inputs))
 
     async def asave_context(self, inputs: dict[str, Any], outputs: dict[str, str]) -> None:
         """Record the exchange (chain input and output) as one episode."""
@@ -159,7 +158,7 @@ class EpisodicMemory(BaseMemory):
 
     def save_context(self, inputs: dict[str, Any], outputs: dict[str, str]) -> None:
         """Record the exchange (chain input and output) as one episode."""
-        run_blocking(self.asave_context(inputs, outputs))
+        run_sync(self.asave_context(inputs, outputs))
 
     async def aclear(self) -> None:
         """Forget every episode of this conversation."""
@@ -169,4 +168,4 @@ class EpisodicMemory(BaseMemory):
 
     def clear(self) -> None:
         """Forget every episode of this conversation."""
-        run_blocking(self.aclear())
+        run_sync(self.aclear())

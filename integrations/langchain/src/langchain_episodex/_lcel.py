@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from episodex import ConfigurationError, ValidationError
+from episodex import ConfigurationError, ValidationError, run_sync
 from episodex import EpisodicMemory as CoreMemory
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 
-from langchain_episodex._blocking import run_blocking
 from langchain_episodex._context import Scope, resolve_scope
 from langchain_episodex._options import check_recall_options, core_memory
 from langchain_episodex._summaries import exchange_summaries, message_text
@@ -103,7 +102,7 @@ def recall_episodes(
         )
 
     def recall(value: Any, config: RunnableConfig) -> str:
-        return run_blocking(arecall(value, config))
+        return run_sync(arecall(value, config))
 
     return RunnableLambda(recall, afunc=arecall, name="recall_episodes")
 
@@ -165,7 +164,7 @@ def record_exchange(
 
     The synchronous twin of `arecord_exchange`, same arguments.
     """
-    return run_blocking(
+    return run_sync(
         arecord_exchange(
             memory,
             question,

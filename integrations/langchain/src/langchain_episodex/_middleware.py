@@ -7,12 +7,11 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from episodex import ConfigurationError, LLMCallable
+from episodex import ConfigurationError, LLMCallable, run_sync
 from episodex import EpisodicMemory as CoreMemory
 from langchain_core.language_models import BaseLanguageModel
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, SystemMessage
 
-from langchain_episodex._blocking import run_blocking
 from langchain_episodex._context import Scope, resolve_scope
 from langchain_episodex._llm import from_langchain
 from langchain_episodex._options import check_recall_options, core_memory
@@ -312,7 +311,7 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         if self.mode != "episodes":
             return None
         scope = self._scope(runtime)  # here: LangGraph's config is only readable on this thread
-        return run_blocking(self._recall(state["messages"], scope))
+        return run_sync(self._recall(state["messages"], scope))
 
     async def abefore_agent(
         self, state: AgentState[Any], runtime: Runtime[Any]
@@ -344,7 +343,7 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelCallResult[Any]:
         """Call the model with the block appended to the system message."""
-        return handler(self._inject(request, run_blocking(self._block(request))))
+        return handler(self._inject(request, run_sync(self._block(request))))
 
     async def awrap_model_call(
         self,
@@ -393,7 +392,7 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
     def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Record the finished run as one episode."""
         if self.mode == "episodes" and self.record:
-            run_blocking(self._record(state))
+            run_sync(self._record(state))
         return None
 
     async def aafter_agent(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from episodex import ValidationError
+from episodex import ValidationError, run_sync
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
     CallbackManagerForRetrieverRun,
@@ -15,7 +15,6 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict
 from pydantic import ValidationError as PydanticValidationError
 
-from langchain_episodex._blocking import run_blocking
 from langchain_episodex._pydantic import configuration_error
 
 __all__ = ["EpisodexRetriever"]
@@ -72,7 +71,7 @@ class EpisodexRetriever(BaseRetriever):
         **overrides: Any,
     ) -> list[Document]:
         k, options = self._call_options(k, overrides)
-        return run_blocking(self._documents(query, k, options))
+        return run_sync(self._documents(query, k, options))
 
     async def _aget_relevant_documents(
         self,

@@ -17,6 +17,7 @@ from episodex._common.errors import (
     ValidationError,
 )
 from episodex._common.llm import LLMCallable
+from episodex._common.sync import run_sync
 from episodex._common.tokens import DEFAULT_ENCODING, token_counter
 from episodex._embedders.base import Embedder
 from episodex._embedders.cache import VectorCacheEmbedder
@@ -34,11 +35,13 @@ from episodex._episodes.block import format_recall
 from episodex._episodes.memory import EpisodicMemory, SyncEpisodicMemory
 from episodex._episodes.model import ConversationEpisode
 from episodex._episodes.options import RecallOptions
-from episodex._episodes.store import EpisodeStore, ImportReport
+from episodex._episodes.store import EpisodeStore
+from episodex._episodes.transfer import ImportReport
 from episodex._lessons.block import format_lessons
 from episodex._lessons.graders import Grader, LLMGrader, ProgrammaticGrader
 from episodex._lessons.memory import Attempt, StepLessonMemory, SyncStepLessonMemory
 from episodex._lessons.model import EnvState, GradingResult, RetrievedLesson, StepGrade, StepMemory
+from episodex._lessons.ranking import LessonOptions
 from episodex._lessons.transfer import export_memories, import_memories
 from episodex._tasks.jsonl import JSONLTaskStore
 from episodex._tasks.model import Episode, Task, TaskResult
@@ -96,6 +99,7 @@ __all__ = [
     "JSONLTaskStore",
     "LLMCallable",
     "LLMGrader",
+    "LessonOptions",
     "MemKey",
     "MemoryEntry",
     "NotFoundError",
@@ -134,5 +138,6 @@ __all__ = [
     "open_engine",
     "render_episodes",
     "render_memories",
+    "run_sync",
     "token_counter",
 ]

@@ -201,8 +201,7 @@ async def _command(args: argparse.Namespace) -> int:
                 def progress(done: int) -> None:
                     bar.update(done - bar.n)
 
-                report = await asyncio.to_thread(
-                    mem.store.import_,
+                report = await mem.import_(
                     io.StringIO(text),
                     errors="skip" if args.skip_errors else "strict",
                     on_progress=progress,

@@ -1,17 +1,145 @@
-"""Synchronous twins of the async memories: one private event loop, every coroutine method."""
+"""Each operation defined once: async methods from sync ones, sync twins from async ones.
+
+A memory's operations are written once, where the work is done, and the other flavours are
+derived from that definition, never copied by hand:
+
+- `threaded(Store.method, via="store")` on an async class makes `method` a coroutine method
+  that runs the store's synchronous method in a worker thread (`asyncio.to_thread`).
+- `blocking(AsyncClass.method)` on a `SyncTwin` makes `method` a plain method that runs the
+  coroutine on the twin's private event loop and returns its result.
+
+Why descriptors typed with `ParamSpec`, not a generator script that writes the sync class (as
+qdrant-client does): the parameters travel in the type (`Callable[P, R]` in, `Callable[P,
+Awaitable[R]]` or `Callable[P, R]` out), so pyright and IDEs see every parameter, default and
+`Unpack[...]` option of every derived method with no generated file to keep in step and no
+build step; at run time each derived method carries the definition's name, docstring and
+signature (for `help()` and `inspect`). `tests/core/test_sync_twins.py` checks that every
+coroutine method has its twin with the same signature.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import functools
 import inspect
 import threading
-from collections.abc import Coroutine
-from typing import Any, Self, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar, overload
 
-__all__ = ["SyncTwin"]
+__all__ = ["SyncTwin", "blocking", "run_sync", "threaded"]
 
+P = ParamSpec("P")
+R = TypeVar("R")
 T = TypeVar("T")
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine to completion from synchronous code and return its result.
+
+    For a framework's synchronous entry points that run the same coroutine as the async ones.
+    Outside an event loop it runs on a fresh loop; inside one (a notebook, a sync tool called
+    from async code) it runs on a fresh loop in a worker thread, because a running loop cannot
+    be re-entered.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+def _unbound_signature(method: Callable[..., Any]) -> inspect.Signature:
+    """The signature of a method as seen on an instance: without `self`."""
+    signature = inspect.signature(method)
+    return signature.replace(parameters=list(signature.parameters.values())[1:])
+
+
+class threaded(Generic[P, R]):
+    """A coroutine method that runs the synchronous `method` of the attribute `via`.
+
+    `count = threaded(EpisodeStore.count, via="store")` on a class makes `await obj.count(...)`
+    run `obj.store.count(...)` in a worker thread: same parameters, same result. `method` gives
+    the name, the signature and the docstring; the attribute's own method of that name runs.
+    """
+
+    def __init__(self, method: Callable[Concatenate[Any, P], R], *, via: str) -> None:
+        self.method = method
+        self.via = via
+        self.__doc__ = method.__doc__
+        self.__signature__ = _unbound_signature(method)
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        if name != self.method.__name__:
+            raise TypeError(f"{owner.__name__}.{name} wraps {self.method.__name__}: use one name")
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> Self: ...
+    @overload
+    def __get__(
+        self, obj: object, owner: type | None = None
+    ) -> Callable[P, Coroutine[Any, Any, R]]: ...
+    def __get__(
+        self, obj: object | None, owner: type | None = None
+    ) -> Self | Callable[P, Coroutine[Any, Any, R]]:
+        if obj is None:
+            return self
+        # Looked up on the attribute, not called from the class: a subclass's override (or an
+        # implementation of a protocol) is the one that runs.
+        bound: Callable[P, R] = getattr(getattr(obj, self.via), self.method.__name__)
+
+        async def call(*args: P.args, **kwargs: P.kwargs) -> R:
+            return await asyncio.to_thread(bound, *args, **kwargs)
+
+        return _like(call, self.method, self.__signature__)
+
+
+class blocking(Generic[P, R]):
+    """A plain method of a `SyncTwin` that runs the coroutine method of the same name.
+
+    `count = blocking(EpisodicMemory.count)` on a twin makes `twin.count(...)` return
+    `await twin.target.count(...)`, run on the twin's private event loop.
+    """
+
+    @overload
+    def __init__(self, method: threaded[P, R]) -> None: ...
+    @overload
+    def __init__(self, method: Callable[Concatenate[Any, P], Awaitable[R]]) -> None: ...
+    def __init__(
+        self, method: threaded[P, R] | Callable[Concatenate[Any, P], Awaitable[R]]
+    ) -> None:
+        self.method = method.method if isinstance(method, threaded) else method
+        self.name: str = self.method.__name__
+        self.__doc__ = self.method.__doc__
+        self.__signature__ = _unbound_signature(self.method)
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        if name != self.name:
+            raise TypeError(f"{owner.__name__}.{name} is the twin of {self.name}: use one name")
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> Self: ...
+    @overload
+    def __get__(self, obj: SyncTwin, owner: type | None = None) -> Callable[P, R]: ...
+    def __get__(self, obj: SyncTwin | None, owner: type | None = None) -> Self | Callable[P, R]:
+        if obj is None:
+            return self
+        coroutine_method = getattr(obj._target, self.name)  # pyright: ignore[reportPrivateUsage]
+        loop = obj._loop  # pyright: ignore[reportPrivateUsage]
+
+        def call(*args: P.args, **kwargs: P.kwargs) -> R:
+            return loop.run(coroutine_method(*args, **kwargs))
+
+        return _like(call, self.method, self.__signature__)
+
+
+def _like(call: Callable[P, T], method: Callable[..., Any], signature: inspect.Signature) -> Any:
+    """`call` dressed as `method` for `help()` and `inspect`: name, docstring, signature."""
+    functools.update_wrapper(call, method)
+    delattr(call, "__wrapped__")  # its signature has `self`, which is bound here
+    setattr(call, "__signature__", signature)  # noqa: B010 - functions do not declare it
+    return call
 
 
 class _LoopThread:
@@ -24,8 +152,8 @@ class _LoopThread:
         )
         self._thread.start()
 
-    def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+    def run(self, coro: Awaitable[T]) -> T:
+        return asyncio.run_coroutine_threadsafe(_await(coro), self._loop).result()
 
     def stop(self) -> None:
         if self._loop.is_closed():
@@ -36,30 +164,22 @@ class _LoopThread:
             self._loop.close()
 
 
-class SyncTwin:
-    """Exposes every `async def` method of `target` as a blocking method of the same name.
+async def _await(awaitable: Awaitable[T]) -> T:
+    return await awaitable
 
-    Each call runs the coroutine on a private event loop in a daemon thread, so a twin is safe
-    to call from several threads at once and also works where a loop is already running (a
-    notebook, a web server). Attributes that are not coroutine methods pass through as is.
+
+class SyncTwin:
+    """Base of the synchronous twins: a private event loop that runs the target's coroutines.
+
+    A subclass lists its methods as `name = blocking(AsyncClass.name)`. Each call runs the
+    coroutine on a private event loop in a daemon thread, so a twin is safe to call from
+    several threads at once and also works where a loop is already running (a notebook, a web
+    server).
     """
 
     def __init__(self, target: object) -> None:
         self._target = target
         self._loop = _LoopThread()
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name in ("_target", "_loop"):
-            raise AttributeError(name)
-        attr = getattr(self._target, name)
-        if not inspect.iscoroutinefunction(attr):
-            return attr
-
-        @functools.wraps(attr)
-        def call(*args: Any, **kwargs: Any) -> Any:
-            return self._loop.run(attr(*args, **kwargs))
-
-        return call
 
     def close(self) -> None:
         """Stop the private event loop."""

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import functools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Any, Literal, TypeVar, Unpack
+from typing import Any, TypeVar, Unpack
 
 from episodex._common.errors import ConfigurationError
-from episodex._common.sync import SyncTwin
+from episodex._common.sync import SyncTwin, blocking, threaded
 from episodex._common.tokens import DEFAULT_ENCODING, TokenCounter
 from episodex._embedders.base import Embedder
 from episodex._embedders.resolve import resolve_embedder
@@ -20,7 +19,7 @@ from episodex._engines.sparse import Bm25Encoder
 from episodex._episodes.block import format_recall
 from episodex._episodes.model import ConversationEpisode
 from episodex._episodes.options import RecallOptions
-from episodex._episodes.store import EpisodeStore, ImportReport, RecallResult
+from episodex._episodes.store import EpisodeStore
 
 __all__ = ["EpisodicMemory", "SyncEpisodicMemory", "resolve_embedder"]
 
@@ -123,7 +122,7 @@ class EpisodicMemory:
                 engine.close()
             raise
 
-    # Each method below is the store's, run in a worker thread; the store documents them.
+    # The operations are the store's, run in a worker thread; the store documents them.
 
     async def memorize(
         self,
@@ -173,32 +172,8 @@ class EpisodicMemory:
         ids = await asyncio.to_thread(self.store.memorize_many, [episode])
         return ids[0]
 
-    async def memorize_many(
-        self, episodes: Iterable[ConversationEpisode | Mapping[str, Any]], *, batch_size: int = 256
-    ) -> list[str]:
-        """Store many episodes with one embedding pass per batch; returns their point ids."""
-        return await asyncio.to_thread(self.store.memorize_many, episodes, batch_size=batch_size)
-
-    async def recall(
-        self,
-        *,
-        user_id: str,
-        agent_id: str,
-        query: str,
-        conversation_id: str | None = None,
-        **options: Unpack[RecallOptions],
-    ) -> RecallResult:
-        """Recall episodes for a query (see `EpisodeStore.recall`; options in `RecallOptions`)."""
-        return await asyncio.to_thread(
-            functools.partial(
-                self.store.recall,
-                user_id=user_id,
-                agent_id=agent_id,
-                query=query,
-                conversation_id=conversation_id,
-                **options,
-            )
-        )
+    memorize_many = threaded(EpisodeStore.memorize_many, via="store")
+    recall = threaded(EpisodeStore.recall, via="store")
 
     async def recall_block(
         self,
@@ -221,106 +196,15 @@ class EpisodicMemory:
         )
         return format_recall(result, max_tokens=max_tokens, encoding=encoding)
 
-    async def count(
-        self, *, user_id: str, agent_id: str, conversation_id: str | None = None
-    ) -> int:
-        """Number of episodes of this user and agent (in one conversation if given)."""
-        return await asyncio.to_thread(
-            functools.partial(
-                self.store.count,
-                user_id=user_id,
-                agent_id=agent_id,
-                conversation_id=conversation_id,
-            )
-        )
+    count = threaded(EpisodeStore.count, via="store")
+    get = threaded(EpisodeStore.get, via="store")
+    read_recent = threaded(EpisodeStore.read_recent, via="store")
+    forget = threaded(EpisodeStore.forget, via="store")
+    export = threaded(EpisodeStore.export, via="store")
+    import_ = threaded(EpisodeStore.import_, via="store")
+    stats = threaded(EpisodeStore.stats, via="store")
 
-    async def get(self, point_id: str, *, user_id: str, agent_id: str) -> dict[str, Any]:
-        """One episode by id; raises `NotFoundError` if this user and agent have none such."""
-        return await asyncio.to_thread(
-            functools.partial(self.store.get, point_id, user_id=user_id, agent_id=agent_id)
-        )
-
-    async def read_recent(
-        self, n: int = 10, *, user_id: str, agent_id: str, conversation_id: str | None = None
-    ) -> list[dict[str, Any]]:
-        """The `n` episodes that ended last (by `timestamp_end`), newest first."""
-        return await asyncio.to_thread(
-            functools.partial(
-                self.store.read_recent,
-                n,
-                user_id=user_id,
-                agent_id=agent_id,
-                conversation_id=conversation_id,
-            )
-        )
-
-    async def forget(
-        self,
-        *,
-        user_id: str,
-        agent_id: str,
-        point_id: str | None = None,
-        conversation_id: str | None = None,
-        everything: bool = False,
-    ) -> int:
-        """Delete one episode, one conversation, or all of this user's episodes with this agent.
-
-        Returns the number deleted.
-        """
-        return await asyncio.to_thread(
-            functools.partial(
-                self.store.forget,
-                user_id=user_id,
-                agent_id=agent_id,
-                point_id=point_id,
-                conversation_id=conversation_id,
-                everything=everything,
-            )
-        )
-
-    async def export(
-        self,
-        destination: str | Path | IO[str],
-        *,
-        user_id: str,
-        agent_id: str,
-        conversation_id: str | None = None,
-    ) -> int:
-        """Write this user's and agent's episodes to a JSONL file; returns how many."""
-        return await asyncio.to_thread(
-            functools.partial(
-                self.store.export,
-                destination,
-                user_id=user_id,
-                agent_id=agent_id,
-                conversation_id=conversation_id,
-            )
-        )
-
-    async def import_(
-        self,
-        source: str | Path | IO[str],
-        *,
-        errors: Literal["strict", "skip"] = "strict",
-        user_id: str | None = None,
-        agent_id: str | None = None,
-    ) -> ImportReport:
-        """Import a JSONL export (see `EpisodeStore.import_` for `errors`)."""
-        return await asyncio.to_thread(
-            functools.partial(
-                self.store.import_, source, errors=errors, user_id=user_id, agent_id=agent_id
-            )
-        )
-
-    async def stats(self, *, user_id: str, agent_id: str, top: int = 5) -> dict[str, Any]:
-        """Episodes, conversations, date range, top flows and tools, sentiment mean and trend."""
-        return await asyncio.to_thread(
-            functools.partial(self.store.stats, user_id=user_id, agent_id=agent_id, top=top)
-        )
-
-    async def optimize(self) -> None:
-        """Build the engine's indexes now (embedded store; a server does it by itself)."""
-        await asyncio.to_thread(self.engine.optimize)
+    optimize = threaded(Engine.optimize, via="engine")
 
     async def aclose(self) -> None:
         """Close the store (flushes the embedded engine)."""
@@ -362,6 +246,35 @@ class SyncEpisodicMemory(SyncTwin):
         self._owns_memory = memory is None
         self.memory = memory if memory is not None else EpisodicMemory(path, **kwargs)
         super().__init__(self.memory)
+
+    # Every coroutine method of EpisodicMemory, blocking (tests/core/test_sync_twins.py).
+    memorize = blocking(EpisodicMemory.memorize)
+    memorize_many = blocking(EpisodicMemory.memorize_many)
+    recall = blocking(EpisodicMemory.recall)
+    recall_block = blocking(EpisodicMemory.recall_block)
+    count = blocking(EpisodicMemory.count)
+    get = blocking(EpisodicMemory.get)
+    read_recent = blocking(EpisodicMemory.read_recent)
+    forget = blocking(EpisodicMemory.forget)
+    export = blocking(EpisodicMemory.export)
+    import_ = blocking(EpisodicMemory.import_)
+    stats = blocking(EpisodicMemory.stats)
+    optimize = blocking(EpisodicMemory.optimize)
+
+    @property
+    def store(self) -> EpisodeStore:
+        """The synchronous store under the memory."""
+        return self.memory.store
+
+    @property
+    def engine(self) -> Engine:
+        """The vector engine."""
+        return self.memory.engine
+
+    @property
+    def embedder(self) -> Embedder:
+        """The dense embedder."""
+        return self.memory.embedder
 
     def close(self) -> None:
         """Stop the private loop, and close the memory if this twin opened it."""

@@ -7,45 +7,30 @@ is no read, count, export or delete that can reach another tenant's points.
 from __future__ import annotations
 
 import contextlib
-import json
 import threading
 import time
 import uuid
-from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from pathlib import Path
-from typing import IO, Any, Literal, Unpack
+from typing import Any, Unpack
 
-from episodex._common.errors import ImportFileError, NotFoundError, ValidationError
+from episodex._common.errors import NotFoundError, ValidationError
 from episodex._common.validation import require_int, require_text, require_weight
 from episodex._embedders.base import Embedder
 from episodex._engines.base import Engine
 from episodex._engines.collection import check_manifest, foreign_claims, tenant_filter
 from episodex._engines.plan import CollectionSpec, Filter, Fused, HasId, Hit, Match, Point, Stream
 from episodex._engines.sparse import Bm25Encoder
+from episodex._episodes import stats as stats_
+from episodex._episodes import transfer
 from episodex._episodes.model import ConversationEpisode, payload_to_item
 from episodex._episodes.options import RecallOptions, check_recall_options
+from episodex._episodes.transfer import ImportReport
 
 __all__ = ["EpisodeStore", "ImportReport", "RecallResult", "check_manifest"]
 
 COLLECTION = "episodes"
 STREAMS = ("short", "long", "bm25")
 RecallResult = dict[str, list[dict[str, Any]]]
-
-
-@dataclass
-class ImportReport:
-    """What an import did.
-
-    Attributes:
-        imported: Point ids written, in file order.
-        skipped: `(line_number, reason)` of each line left out (only with `errors="skip"`).
-    """
-
-    imported: list[str] = field(default_factory=list[str])
-    skipped: list[tuple[int, str]] = field(default_factory=list[tuple[int, str]])
 
 
 class EpisodeStore:
@@ -136,7 +121,7 @@ class EpisodeStore:
         # With explicit ids, checking their owners and writing must not interleave with
         # another writer claiming the same id for someone else.
         with self._write_lock if explicit else contextlib.nullcontext():
-            foreign = self._foreign_ids(parsed) if explicit else {}
+            foreign = self.foreign_ids(parsed) if explicit else {}
             if foreign:
                 position, why = min(foreign.items())
                 raise ValidationError(f"episode {position}: {why}")
@@ -146,7 +131,7 @@ class EpisodeStore:
                 ids.extend(p.id for p in points)
         return ids
 
-    def _foreign_ids(self, episodes: Sequence[ConversationEpisode]) -> dict[int, str]:
+    def foreign_ids(self, episodes: Sequence[ConversationEpisode]) -> dict[int, str]:
         """Positions of episodes whose `point_id` belongs to another user or agent, and why."""
         claims = [(i, ep) for i, ep in enumerate(episodes) if ep.point_id is not None]
         found = foreign_claims(
@@ -365,224 +350,8 @@ class EpisodeStore:
                 self.engine.delete(self.collection, flt)
         return n
 
-    # -- export and import ---------------------------------------------------------------
+    # -- export, import and statistics: each in its own module ----------------------------
 
-    def export(
-        self,
-        destination: str | Path | IO[str],
-        *,
-        user_id: str,
-        agent_id: str,
-        conversation_id: str | None = None,
-    ) -> int:
-        """Write this user's and agent's episodes as JSONL (one `memorize` record a line)."""
-        hits = self.iter_episodes(
-            user_id=user_id, agent_id=agent_id, conversation_id=conversation_id
-        )
-        if isinstance(destination, str | Path):
-            path = Path(destination)
-            tmp = path.with_name(f".{path.name}.tmp")
-            try:
-                with tmp.open("w", encoding="utf-8") as fh:
-                    n = _write_jsonl(fh, hits)
-                tmp.replace(path)
-            except OSError as exc:
-                tmp.unlink(missing_ok=True)
-                raise ValidationError(
-                    f"cannot write the export file {path}: {exc.strerror or exc}; give a path in "
-                    "a folder that exists and is writable"
-                ) from exc
-            return n
-        return _write_jsonl(destination, hits)
-
-    def import_(
-        self,
-        source: str | Path | IO[str],
-        *,
-        errors: Literal["strict", "skip"] = "strict",
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        on_progress: Any = None,
-    ) -> ImportReport:
-        """Import a JSONL export.
-
-        Args:
-            source: A path or an open text file.
-            errors: `strict` imports nothing if any line is bad and raises `ImportFileError`
-                listing every bad line; `skip` imports the valid lines and reports the others.
-            user_id: If given, every record must belong to this user.
-            agent_id: If given, every record must belong to this agent.
-            on_progress: Called with the number of episodes written after each batch.
-        """
-        if errors not in ("strict", "skip"):
-            raise ValidationError(f"errors must be 'strict' or 'skip', got {errors!r}")
-        # Records end at "\n" only: str.splitlines() would also cut at U+2028 or U+0085,
-        # which json.dumps(ensure_ascii=False) leaves unescaped inside a summary.
-        lines: list[str] | list[bytes]
-        if isinstance(source, str | Path):
-            try:
-                lines = Path(source).read_bytes().split(b"\n")
-            except OSError as exc:
-                raise ValidationError(
-                    f"cannot read the import file {source}: {exc.strerror or exc}; give the path "
-                    "of a JSONL file written by export"
-                ) from exc
-        else:
-            lines = source.read().split("\n")
-        report = ImportReport()
-        valid: list[ConversationEpisode] = []
-        numbers: list[int] = []
-        for number, raw in enumerate(lines, start=1):
-            try:
-                line = raw.decode("utf-8") if isinstance(raw, bytes) else raw
-            except UnicodeDecodeError as exc:
-                report.skipped.append(
-                    (number, f"not UTF-8 text ({exc.reason} at byte {exc.start})")
-                )
-                continue
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                report.skipped.append((number, f"not JSON: {exc}"))
-                continue
-            try:
-                episode = ConversationEpisode.parse(record)
-            except ValidationError as exc:
-                report.skipped.append((number, str(exc)))
-                continue
-            if user_id is not None and episode.user_id != user_id:
-                report.skipped.append(
-                    (number, f"belongs to user {episode.user_id!r}, not {user_id!r}")
-                )
-                continue
-            if agent_id is not None and episode.agent_id != agent_id:
-                report.skipped.append(
-                    (number, f"belongs to agent {episode.agent_id!r}, not {agent_id!r}")
-                )
-                continue
-            valid.append(episode)
-            numbers.append(number)
-        # An id owned by another tenant is a bad line too, found before anything is written.
-        foreign = self._foreign_ids(valid)
-        if foreign:
-            report.skipped.extend((numbers[i], why) for i, why in foreign.items())
-            report.skipped.sort()
-            valid = [ep for i, ep in enumerate(valid) if i not in foreign]
-        if report.skipped and errors == "strict":
-            shown = "; ".join(f"line {n}: {why}" for n, why in report.skipped[:5])
-            more = f" (and {len(report.skipped) - 5} more)" if len(report.skipped) > 5 else ""
-            raise ImportFileError(
-                f"{len(report.skipped)} bad line(s), nothing imported: {shown}{more}; fix them or "
-                "pass errors='skip' to import the valid lines",
-                report.skipped,
-            )
-        for start in range(0, len(valid), 256):
-            report.imported.extend(self.memorize_many(valid[start : start + 256]))
-            if on_progress is not None:
-                on_progress(len(report.imported))
-        return report
-
-    # -- statistics ----------------------------------------------------------------------
-
-    def stats(self, *, user_id: str, agent_id: str, top: int = 5) -> dict[str, Any]:
-        """What this user and agent have: episodes, conversations, dates, flows, tools, mood."""
-        top = require_int("top", top, minimum=1)
-        rows: list[Mapping[str, Any]] = []
-        fields = (
-            "conversation_id",
-            "flows_activated",
-            "tools_invoked",
-            "timestamp_begin",
-            "timestamp_end",
-            "average_user_sentiment",
-        )
-        flt = tenant_filter(user_id, agent_id)
-        offset: str | None = None
-        while True:
-            hits, offset = self.engine.scroll(
-                self.collection, flt, limit=1024, with_payload=fields, offset=offset
-            )
-            rows.extend(h.payload for h in hits)
-            if offset is None:
-                break
-        flows = Counter(f for r in rows for f in r.get("flows_activated") or [])
-        tools = Counter(t for r in rows for t in r.get("tools_invoked") or [])
-        rows.sort(key=lambda r: r["timestamp_end"])
-        sentiments = [
-            float(r["average_user_sentiment"])
-            for r in rows
-            if r.get("average_user_sentiment") is not None
-        ]
-        slope = _slope(sentiments)
-        return {
-            "user_id": user_id,
-            "agent_id": agent_id,
-            "episodes": len(rows),
-            "conversations": len({r["conversation_id"] for r in rows}),
-            "first_episode_at": datetime.fromtimestamp(rows[0]["timestamp_begin"], UTC)
-            if rows
-            else None,
-            "last_episode_at": datetime.fromtimestamp(rows[-1]["timestamp_end"], UTC)
-            if rows
-            else None,
-            "top_flows": flows.most_common(top),
-            "top_tools": tools.most_common(top),
-            "sentiment_mean": sum(sentiments) / len(sentiments) if sentiments else None,
-            "sentiment_trend": slope,
-            "sentiment_direction": _direction(slope),
-        }
-
-
-def _slope(values: Sequence[float]) -> float | None:
-    """Least-squares slope of the values against their order (sentiment per episode)."""
-    n = len(values)
-    if n < 2:
-        return None
-    mean_x = (n - 1) / 2
-    mean_y = sum(values) / n
-    num = sum((i - mean_x) * (y - mean_y) for i, y in enumerate(values))
-    den = sum((i - mean_x) ** 2 for i in range(n))
-    return num / den
-
-
-def _direction(slope: float | None) -> str | None:
-    if slope is None:
-        return None
-    if slope > 0.02:
-        return "improving"
-    if slope < -0.02:
-        return "declining"
-    return "stable"
-
-
-def episode_record(hit: Hit) -> dict[str, Any]:
-    """A stored episode as the JSON record `memorize` (and import) accepts."""
-    p = hit.payload
-    return {
-        "point_id": hit.id,
-        "user_id": p["user_id"],
-        "agent_id": p["agent_id"],
-        "conversation_id": p["conversation_id"],
-        "short_summary": p["short_summary_text"],
-        "long_summary": p["long_summary_text"],
-        "start_index": p["start_index"],
-        "end_index": p["end_index"],
-        "overlap": p["overlap"],
-        "flows_activated": p["flows_activated"],
-        "tools_invoked": p["tools_invoked"],
-        "timestamp_begin": datetime.fromtimestamp(p["timestamp_begin"], UTC).isoformat(),
-        "timestamp_end": datetime.fromtimestamp(p["timestamp_end"], UTC).isoformat(),
-        "average_user_sentiment": p["average_user_sentiment"],
-        "user_sentiment_variance": p["user_sentiment_variance"],
-        "metadata": p["metadata"],
-    }
-
-
-def _write_jsonl(fh: IO[str], hits: Iterable[Hit]) -> int:
-    n = 0
-    for hit in hits:
-        fh.write(json.dumps(episode_record(hit), ensure_ascii=False) + "\n")
-        n += 1
-    return n
+    export = transfer.export
+    import_ = transfer.import_
+    stats = stats_.stats

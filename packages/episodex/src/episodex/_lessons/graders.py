@@ -15,6 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from episodex._common.errors import ConfigurationError, GradingError, ValidationError
 from episodex._common.llm import LLMCallable
+from episodex._common.text import clip
 from episodex._lessons.model import (
     ActionParts,
     EnvState,
@@ -191,11 +192,6 @@ Answer with one JSON object and nothing else:
  "task_success": true or false, "task_incomplete": "<why the task failed, or null>"}}"""
 
 
-def _clip(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 class LLMGrader:
     """Grades steps with a language model: any async callable from prompt to text.
 
@@ -243,10 +239,10 @@ class LLMGrader:
             shown = step.env_pre.elements[: self.max_elements]
             lines.append(f"- step_id: {step.step_id} (step {step.step_num})")
             lines.append(f"  page: {step.env_pre.url or step.env_pre.path}")
-            lines.append(f"  elements: {_clip('; '.join(shown), self.max_chars)}")
-            lines.append(f"  agent state: {_clip(step.internal_state, self.max_chars)}")
+            lines.append(f"  elements: {clip('; '.join(shown), self.max_chars)}")
+            lines.append(f"  agent state: {clip(step.internal_state, self.max_chars)}")
             if step.think:
-                lines.append(f"  agent thought: {_clip(step.think, self.max_chars)}")
+                lines.append(f"  agent thought: {clip(step.think, self.max_chars)}")
             target = f" on {step.action_element_text!r}" if step.action_element_text else ""
             lines.append(f"  action: {step.action}{target}")
             if step.env_post is not None:
@@ -286,7 +282,7 @@ def _find_object(text: str) -> dict[str, Any]:
             if isinstance(value, dict) and ("steps" in value or "grades" in value):
                 return value  # pyright: ignore[reportUnknownVariableType]
     raise GradingError(
-        f"no JSON object with a 'steps' list in the grader's answer: {_clip(text, 200)!r}"
+        f"no JSON object with a 'steps' list in the grader's answer: {clip(text, 200)!r}"
     )
 
 

@@ -16,10 +16,10 @@ import threading
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 
 from episodex._common.errors import ConfigurationError, ValidationError
-from episodex._common.sync import SyncTwin
+from episodex._common.sync import SyncTwin, blocking
 from episodex._common.validation import require_int, require_weight
 from episodex._embedders.base import Embedder
 from episodex._embedders.resolve import resolve_embedder
@@ -36,7 +36,7 @@ from episodex._lessons.model import (
     RetrievedLesson,
     StepMemory,
 )
-from episodex._lessons.ranking import check_unit, rank_lessons
+from episodex._lessons.ranking import LessonOptions, check_unit, rank_lessons
 
 __all__ = [
     "Attempt",
@@ -521,35 +521,33 @@ class StepLessonMemory:
         self,
         current_env: EnvState | Mapping[str, Any],
         current_state: str,
-        *,
-        env_threshold: float | None = None,
-        top_k: int | None = None,
-        env_weight: float | None = None,
-        state_weight: float | None = None,
-        final_k: int | None = None,
+        **options: Unpack[LessonOptions],
     ) -> list[RetrievedLesson]:
         """The lessons of earlier attempts for the current page and internal state, best first.
 
         Rep 1 gets none (the baseline). From rep 2, the graded steps of earlier reps of this
-        session (never the current run) are ranked by `rank_lessons`; options left None take
-        the memory's defaults.
+        session (never the current run) are ranked by `rank_lessons`; options left out (or
+        None) take the memory's defaults.
         """
+        unknown = sorted(set(options) - LessonOptions.__optional_keys__)
+        if unknown:
+            raise TypeError(
+                f"retrieve_memories() got unexpected keyword argument(s) {unknown}; its options "
+                f"are {sorted(LessonOptions.__optional_keys__)}"
+            )
         episode = self._require_episode()
         env = EnvState.parse(current_env, where="current_env: ")
         if not isinstance(current_state, str):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ValidationError(
                 f"current_state must be a string, got {type(current_state).__name__}"
             )
-        d = self.defaults
-        threshold = check_unit(
-            "env_threshold", d["env_threshold"] if env_threshold is None else env_threshold
-        )
-        keep = require_int("top_k", d["top_k"] if top_k is None else top_k, minimum=1)
-        w_env = require_weight("env_weight", d["env_weight"] if env_weight is None else env_weight)
-        w_state = require_weight(
-            "state_weight", d["state_weight"] if state_weight is None else state_weight
-        )
-        final = require_int("final_k", d["final_k"] if final_k is None else final_k, minimum=0)
+        given = {k: v for k, v in options.items() if v is not None}
+        o = {**self.defaults, **given}
+        threshold = check_unit("env_threshold", o["env_threshold"])
+        keep = require_int("top_k", o["top_k"], minimum=1)
+        w_env = require_weight("env_weight", o["env_weight"])
+        w_state = require_weight("state_weight", o["state_weight"])
+        final = require_int("final_k", o["final_k"], minimum=0)
         if episode.rep <= 1:
             return []
         flt = (
@@ -573,7 +571,10 @@ class StepLessonMemory:
         )
 
     async def lessons_block(
-        self, current_env: EnvState | Mapping[str, Any], current_state: str, **options: Any
+        self,
+        current_env: EnvState | Mapping[str, Any],
+        current_state: str,
+        **options: Unpack[LessonOptions],
     ) -> str:
         """The REPEAT/AVOID prompt block for the current state (`""` when there is none)."""
         return format_lessons(await self.retrieve_memories(current_env, current_state, **options))
@@ -630,6 +631,56 @@ class SyncStepLessonMemory(SyncTwin):
     def __init__(self, lessons: StepLessonMemory) -> None:
         self.lessons = lessons
         super().__init__(lessons)
+
+    # Every coroutine method of StepLessonMemory, blocking (tests/core/test_sync_twins.py).
+    init_episode = blocking(StepLessonMemory.init_episode)
+    record_step_start = blocking(StepLessonMemory.record_step_start)
+    record_step_end = blocking(StepLessonMemory.record_step_end)
+    persist_memories = blocking(StepLessonMemory.persist_memories)
+    add_grades = blocking(StepLessonMemory.add_grades)
+    grade_episode = blocking(StepLessonMemory.grade_episode)
+    end_episode = blocking(StepLessonMemory.end_episode)
+    retrieve_memories = blocking(StepLessonMemory.retrieve_memories)
+    lessons_block = blocking(StepLessonMemory.lessons_block)
+    load_all_memories_for_session = blocking(StepLessonMemory.load_all_memories_for_session)
+    store_memories = blocking(StepLessonMemory.store_memories)
+    forget_session = blocking(StepLessonMemory.forget_session)
+    count = blocking(StepLessonMemory.count)
+
+    @property
+    def engine(self) -> Engine:
+        """The vector engine."""
+        return self.lessons.engine
+
+    @property
+    def embedder(self) -> Embedder:
+        """The dense embedder of internal states."""
+        return self.lessons.embedder
+
+    @property
+    def grader(self) -> Grader | None:
+        """The grader of each attempt's steps; None means no lessons."""
+        return self.lessons.grader
+
+    @property
+    def defaults(self) -> dict[str, Any]:
+        """The default retrieval options."""
+        return self.lessons.defaults
+
+    @property
+    def lessons_enabled(self) -> bool:
+        """True when a grader is set: without one, steps are stored but never become lessons."""
+        return self.lessons.lessons_enabled
+
+    @property
+    def episode(self) -> Attempt | None:
+        """The attempt in progress, or None before `init_episode`."""
+        return self.lessons.episode
+
+    @property
+    def steps(self) -> list[StepMemory]:
+        """The steps of the attempt in progress, in order."""
+        return self.lessons.steps
 
     def close(self) -> None:
         """Stop the private event loop (the engine belongs to whoever opened it)."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -17,7 +17,29 @@ from episodex._lessons.model import (
     element_set,
 )
 
-__all__ = ["check_unit", "jaccard", "rank_lessons"]
+__all__ = ["LessonOptions", "check_unit", "jaccard", "rank_lessons"]
+
+
+class LessonOptions(TypedDict, total=False):
+    """Options of lesson retrieval (`retrieve_memories`, `lessons_block`); every key optional.
+
+    Each left out takes the value the `StepLessonMemory` was built with.
+    """
+
+    env_threshold: float
+    """Minimum Jaccard overlap of page elements between a lesson's page and the current one."""
+
+    top_k: int
+    """How many candidates are kept after the page match."""
+
+    env_weight: float
+    """Weight of the page match in the re-rank."""
+
+    state_weight: float
+    """Weight of the internal-state cosine similarity in the re-rank."""
+
+    final_k: int
+    """How many lessons are returned."""
 
 
 def check_unit(name: str, value: object) -> float:

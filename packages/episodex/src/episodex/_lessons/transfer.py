@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from episodex._common.errors import ImportFileError, ValidationError
+from episodex._common.text import bad_lines_summary
 from episodex._lessons.block import format_lessons
 from episodex._lessons.model import RetrievedLesson, StepMemory
 
@@ -88,9 +89,8 @@ def export_memories(
 
 
 def _fail(errors: list[tuple[int, str]], what: str) -> ImportFileError:
-    shown = "; ".join(f"{what} {n}: {why}" for n, why in errors[:5])
-    more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
-    return ImportFileError(f"{len(errors)} bad {what}(s), nothing imported: {shown}{more}", errors)
+    summary = bad_lines_summary(errors, what=what)
+    return ImportFileError(f"{len(errors)} bad {what}(s), nothing imported: {summary}", errors)
 
 
 def _from_row(row: Mapping[str, str]) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from episodex._common.errors import (
     StoreFileError,
     ValidationError,
 )
+from episodex._common.text import bad_lines_summary
 from episodex._common.validation import require_int, require_text
 from episodex._engines.sparse import Bm25Encoder
 from episodex._tasks.model import Episode
@@ -136,10 +137,9 @@ class JSONLTaskStore:
         elif tail:
             self._needs_newline = True
         if bad:
-            shown = "; ".join(f"line {n}: {why}" for n, why in bad[:5])
-            more = f" (and {len(bad) - 5} more)" if len(bad) > 5 else ""
             raise StoreFileError(
-                f"{self.path} has {len(bad)} bad line(s): {shown}{more}; the file was not changed. "
+                f"{self.path} has {len(bad)} bad line(s): {bad_lines_summary(bad)}; the file was "
+                "not changed. "
                 "Fix or remove those lines (each line is one JSON record), then open it again",
                 bad,
             )

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, TypedDict, Unpack, runtime_checkable
 
 from episodex._common.errors import ValidationError
+from episodex._common.text import clip
 from episodex._engines.plan import Filter
 from episodex._tasks.model import TIME_FORMAT, Episode
 
@@ -260,15 +261,12 @@ def describe_store(kind: str, count: int, newest: Episode | None, oldest: Episod
     plural = "" if count == 1 else "s"
     if newest is None or oldest is None:
         return f"{kind}: {count} episode{plural}"
+    newest_task = clip(newest.task.instruction, 60, ellipsis="...")
+    oldest_task = clip(oldest.task.instruction, 60, ellipsis="...")
     lines = [
         f"{kind}: {count} episode{plural}, from {oldest.completed_at.strftime(TIME_FORMAT)} "
         f"to {newest.completed_at.strftime(TIME_FORMAT)} UTC",
-        f"  newest: {newest.completed_at.strftime(TIME_FORMAT)} | {_clip(newest.task.instruction)}",
-        f"  oldest: {oldest.completed_at.strftime(TIME_FORMAT)} | {_clip(oldest.task.instruction)}",
+        f"  newest: {newest.completed_at.strftime(TIME_FORMAT)} | {newest_task}",
+        f"  oldest: {oldest.completed_at.strftime(TIME_FORMAT)} | {oldest_task}",
     ]
     return "\n".join(lines)
-
-
-def _clip(text: str, limit: int = 60) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -11,7 +11,7 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from llama_index.memory.episodex._checks import check_recall_options, require_id
 
-from episodex import ConfigurationError, EpisodicMemory
+from episodex import ConfigurationError, EpisodicMemory, run_sync
 
 __all__ = ["EpisodicRetriever"]
 
@@ -161,8 +161,7 @@ class EpisodicRetriever(BaseRetriever):
         return nodes
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        # The store under EpisodicMemory is synchronous: no event loop needed here.
-        return self._nodes(self.memory.store.recall(**self._kwargs(query_bundle)))
+        return self._nodes(run_sync(self.memory.recall(**self._kwargs(query_bundle))))
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         result = await self.memory.recall(**self._kwargs(query_bundle))

@@ -1,0 +1,88 @@
+"""Statistics of one user's episodes with one agent: counts, dates, flows, tools, mood.
+
+`stats` is a method of `EpisodeStore` (its class body binds it; hence its `self`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from episodex._common.validation import require_int
+from episodex._engines.collection import tenant_filter
+
+if TYPE_CHECKING:
+    from episodex._episodes.store import EpisodeStore
+
+__all__ = ["stats"]
+
+
+def stats(self: EpisodeStore, *, user_id: str, agent_id: str, top: int = 5) -> dict[str, Any]:
+    """What this user and agent have: episodes, conversations, dates, flows, tools, mood."""
+    top = require_int("top", top, minimum=1)
+    rows: list[Mapping[str, Any]] = []
+    fields = (
+        "conversation_id",
+        "flows_activated",
+        "tools_invoked",
+        "timestamp_begin",
+        "timestamp_end",
+        "average_user_sentiment",
+    )
+    flt = tenant_filter(user_id, agent_id)
+    offset: str | None = None
+    while True:
+        hits, offset = self.engine.scroll(
+            self.collection, flt, limit=1024, with_payload=fields, offset=offset
+        )
+        rows.extend(h.payload for h in hits)
+        if offset is None:
+            break
+    flows = Counter(f for r in rows for f in r.get("flows_activated") or [])
+    tools = Counter(t for r in rows for t in r.get("tools_invoked") or [])
+    rows.sort(key=lambda r: r["timestamp_end"])
+    sentiments = [
+        float(r["average_user_sentiment"])
+        for r in rows
+        if r.get("average_user_sentiment") is not None
+    ]
+    slope = _slope(sentiments)
+    return {
+        "user_id": user_id,
+        "agent_id": agent_id,
+        "episodes": len(rows),
+        "conversations": len({r["conversation_id"] for r in rows}),
+        "first_episode_at": datetime.fromtimestamp(rows[0]["timestamp_begin"], UTC)
+        if rows
+        else None,
+        "last_episode_at": datetime.fromtimestamp(rows[-1]["timestamp_end"], UTC) if rows else None,
+        "top_flows": flows.most_common(top),
+        "top_tools": tools.most_common(top),
+        "sentiment_mean": sum(sentiments) / len(sentiments) if sentiments else None,
+        "sentiment_trend": slope,
+        "sentiment_direction": _direction(slope),
+    }
+
+
+def _slope(values: Sequence[float]) -> float | None:
+    """Least-squares slope of the values against their order (sentiment per episode)."""
+    n = len(values)
+    if n < 2:
+        return None
+    mean_x = (n - 1) / 2
+    mean_y = sum(values) / n
+    num = sum((i - mean_x) * (y - mean_y) for i, y in enumerate(values))
+    den = sum((i - mean_x) ** 2 for i in range(n))
+    return num / den
+
+
+def _direction(slope: float | None) -> str | None:
+    if slope is None:
+        return None
+    if slope > 0.02:
+        return "improving"
+    if slope < -0.02:
+        return "declining"
+    return "stable"

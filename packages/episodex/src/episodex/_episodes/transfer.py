@@ -1,0 +1,182 @@
+"""Export and import of conversation episodes: JSONL files of `memorize` records.
+
+`export` and `import_` are methods of `EpisodeStore` (its class body binds them; hence their
+`self`), kept here so the store module holds only storing and reading. They use only the
+store's public methods.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, Literal
+
+from episodex._common.errors import ImportFileError, ValidationError
+from episodex._common.text import bad_lines_summary
+from episodex._engines.plan import Hit
+from episodex._episodes.model import ConversationEpisode
+
+if TYPE_CHECKING:
+    from episodex._episodes.store import EpisodeStore
+
+__all__ = ["ImportReport", "episode_record", "export", "import_"]
+
+
+@dataclass
+class ImportReport:
+    """What an import did.
+
+    Attributes:
+        imported: Point ids written, in file order.
+        skipped: `(line_number, reason)` of each line left out (only with `errors="skip"`).
+    """
+
+    imported: list[str] = field(default_factory=list[str])
+    skipped: list[tuple[int, str]] = field(default_factory=list[tuple[int, str]])
+
+
+def export(
+    self: EpisodeStore,
+    destination: str | Path | IO[str],
+    *,
+    user_id: str,
+    agent_id: str,
+    conversation_id: str | None = None,
+) -> int:
+    """Write this user's and agent's episodes as JSONL (one `memorize` record a line)."""
+    hits = self.iter_episodes(user_id=user_id, agent_id=agent_id, conversation_id=conversation_id)
+    if isinstance(destination, str | Path):
+        path = Path(destination)
+        tmp = path.with_name(f".{path.name}.tmp")
+        try:
+            with tmp.open("w", encoding="utf-8") as fh:
+                n = _write_jsonl(fh, hits)
+            tmp.replace(path)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise ValidationError(
+                f"cannot write the export file {path}: {exc.strerror or exc}; give a path in "
+                "a folder that exists and is writable"
+            ) from exc
+        return n
+    return _write_jsonl(destination, hits)
+
+
+def import_(
+    self: EpisodeStore,
+    source: str | Path | IO[str],
+    *,
+    errors: Literal["strict", "skip"] = "strict",
+    user_id: str | None = None,
+    agent_id: str | None = None,
+    on_progress: Callable[[int], object] | None = None,
+) -> ImportReport:
+    """Import a JSONL export.
+
+    Args:
+        self: The store to import into.
+        source: A path or an open text file.
+        errors: `strict` imports nothing if any line is bad and raises `ImportFileError`
+            listing every bad line; `skip` imports the valid lines and reports the others.
+        user_id: If given, every record must belong to this user.
+        agent_id: If given, every record must belong to this agent.
+        on_progress: Called with the number of episodes written after each batch.
+    """
+    if errors not in ("strict", "skip"):
+        raise ValidationError(f"errors must be 'strict' or 'skip', got {errors!r}")
+    # Records end at "\n" only: str.splitlines() would also cut at U+2028 or U+0085,
+    # which json.dumps(ensure_ascii=False) leaves unescaped inside a summary.
+    lines: list[str] | list[bytes]
+    if isinstance(source, str | Path):
+        try:
+            lines = Path(source).read_bytes().split(b"\n")
+        except OSError as exc:
+            raise ValidationError(
+                f"cannot read the import file {source}: {exc.strerror or exc}; give the path "
+                "of a JSONL file written by export"
+            ) from exc
+    else:
+        lines = source.read().split("\n")
+    report = ImportReport()
+    valid: list[ConversationEpisode] = []
+    numbers: list[int] = []
+    for number, raw in enumerate(lines, start=1):
+        try:
+            line = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+        except UnicodeDecodeError as exc:
+            report.skipped.append((number, f"not UTF-8 text ({exc.reason} at byte {exc.start})"))
+            continue
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            report.skipped.append((number, f"not JSON: {exc}"))
+            continue
+        try:
+            episode = ConversationEpisode.parse(record)
+        except ValidationError as exc:
+            report.skipped.append((number, str(exc)))
+            continue
+        if user_id is not None and episode.user_id != user_id:
+            report.skipped.append((number, f"belongs to user {episode.user_id!r}, not {user_id!r}"))
+            continue
+        if agent_id is not None and episode.agent_id != agent_id:
+            report.skipped.append(
+                (number, f"belongs to agent {episode.agent_id!r}, not {agent_id!r}")
+            )
+            continue
+        valid.append(episode)
+        numbers.append(number)
+    # An id owned by another tenant is a bad line too, found before anything is written.
+    foreign = self.foreign_ids(valid)
+    if foreign:
+        report.skipped.extend((numbers[i], why) for i, why in foreign.items())
+        report.skipped.sort()
+        valid = [ep for i, ep in enumerate(valid) if i not in foreign]
+    if report.skipped and errors == "strict":
+        raise ImportFileError(
+            f"{len(report.skipped)} bad line(s), nothing imported: "
+            f"{bad_lines_summary(report.skipped)}; fix them or pass errors='skip' to import the "
+            "valid lines",
+            report.skipped,
+        )
+    for start in range(0, len(valid), 256):
+        report.imported.extend(self.memorize_many(valid[start : start + 256]))
+        if on_progress is not None:
+            on_progress(len(report.imported))
+    return report
+
+
+def episode_record(hit: Hit) -> dict[str, Any]:
+    """A stored episode as the JSON record `memorize` (and import) accepts."""
+    p = hit.payload
+    return {
+        "point_id": hit.id,
+        "user_id": p["user_id"],
+        "agent_id": p["agent_id"],
+        "conversation_id": p["conversation_id"],
+        "short_summary": p["short_summary_text"],
+        "long_summary": p["long_summary_text"],
+        "start_index": p["start_index"],
+        "end_index": p["end_index"],
+        "overlap": p["overlap"],
+        "flows_activated": p["flows_activated"],
+        "tools_invoked": p["tools_invoked"],
+        "timestamp_begin": datetime.fromtimestamp(p["timestamp_begin"], UTC).isoformat(),
+        "timestamp_end": datetime.fromtimestamp(p["timestamp_end"], UTC).isoformat(),
+        "average_user_sentiment": p["average_user_sentiment"],
+        "user_sentiment_variance": p["user_sentiment_variance"],
+        "metadata": p["metadata"],
+    }
+
+
+def _write_jsonl(fh: IO[str], hits: Iterable[Hit]) -> int:
+    n = 0
+    for hit in hits:
+        fh.write(json.dumps(episode_record(hit), ensure_ascii=False) + "\n")
+        n += 1
+    return n
