@@ -9,9 +9,6 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Self
 
 from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
     Field,
     StrictFloat,
     StrictInt,
@@ -20,7 +17,7 @@ from pydantic import (
     model_validator,
 )
 
-from episodex._common.validation import json_object, parse_model
+from episodex._common.model import FrozenModel, JsonObject, NonBlankId, NonBlankText, to_utc
 
 __all__ = ["ConversationEpisode", "payload_to_item"]
 
@@ -28,14 +25,6 @@ __all__ = ["ConversationEpisode", "payload_to_item"]
 SCHEMA_VERSION = 1
 
 
-def _not_blank_id(value: str) -> str:
-    # Reads refuse whitespace-only ids, so a write with one could never be read or forgotten.
-    if not value.strip():
-        raise ValueError("must contain text, not only whitespace")
-    return value
-
-
-Id = Annotated[StrictStr, Field(min_length=1, max_length=512), AfterValidator(_not_blank_id)]
 NonNegative = Annotated[StrictInt, Field(ge=0)]
 
 
@@ -43,28 +32,23 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def _aware(value: datetime) -> datetime:
-    # Naive datetimes are taken as UTC, so stored times compare across machines.
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
-class ConversationEpisode(BaseModel):
+class ConversationEpisode(FrozenModel):
     """A stretch of one conversation, summarised twice, with what happened in it.
 
     Only the summaries and the three ids are required.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=False)
+    record_name = "episode"
 
-    short_summary: StrictStr
+    short_summary: NonBlankText
     """One or two sentences: what the stretch was about."""
-    long_summary: StrictStr
+    long_summary: NonBlankText
     """A paragraph: what was asked, done and decided."""
-    user_id: Id
+    user_id: NonBlankId
     """The end user; every read and write is confined to one user and one agent."""
-    agent_id: Id
+    agent_id: NonBlankId
     """The agent (bot) the user talked to."""
-    conversation_id: Id
+    conversation_id: NonBlankId
     """The conversation the stretch belongs to."""
     start_index: NonNegative = 0
     """Index of the first message summarised."""
@@ -72,9 +56,9 @@ class ConversationEpisode(BaseModel):
     """Index of the last message summarised (defaults to `start_index`)."""
     overlap: NonNegative = 0
     """Messages shared with the previous episode of the conversation."""
-    flows_activated: list[Id] = Field(default_factory=list[str])
+    flows_activated: list[NonBlankId] = Field(default_factory=list[str])
     """Named flows (intents, playbooks) the agent ran."""
-    tools_invoked: list[Id] = Field(default_factory=list[str])
+    tools_invoked: list[NonBlankId] = Field(default_factory=list[str])
     """Tools the agent called."""
     timestamp_begin: datetime | None = None
     """When the stretch began (default: now; naive times are UTC)."""
@@ -84,17 +68,10 @@ class ConversationEpisode(BaseModel):
     """Mean user sentiment in [-1, 1]."""
     user_sentiment_variance: StrictFloat | StrictInt | None = None
     """Variance of the user sentiment, at least 0."""
-    metadata: dict[str, Any] = Field(default_factory=dict[str, Any])
+    metadata: JsonObject = Field(default_factory=dict[str, Any])
     """Any JSON object; returned verbatim."""
     point_id: StrictStr | None = None
     """A UUID to store under (default: a new one); writing an existing id replaces it."""
-
-    @field_validator("short_summary", "long_summary")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must contain text, not only whitespace")
-        return value
 
     @field_validator("average_user_sentiment")
     @classmethod
@@ -113,11 +90,6 @@ class ConversationEpisode(BaseModel):
         if not math.isfinite(value) or value < 0:
             raise ValueError(f"must be a finite number >= 0, got {value!r}")
         return float(value)
-
-    @field_validator("metadata")
-    @classmethod
-    def _json(cls, value: dict[str, Any]) -> dict[str, Any]:
-        return json_object(value)
 
     @field_validator("point_id")
     @classmethod
@@ -138,22 +110,15 @@ class ConversationEpisode(BaseModel):
         if (
             self.timestamp_begin is not None
             and self.timestamp_end is not None
-            and _aware(self.timestamp_end) < _aware(self.timestamp_begin)
+            and to_utc(self.timestamp_end) < to_utc(self.timestamp_begin)
         ):
             raise ValueError("timestamp_end is before timestamp_begin")
         return self
 
-    @classmethod
-    def parse(
-        cls, data: ConversationEpisode | Mapping[str, Any], *, where: str = ""
-    ) -> ConversationEpisode:
-        """Validate a mapping (or pass an episode through), raising episodex's ValidationError."""
-        return parse_model(cls, data, what="episode", where=where)
-
     def to_payload(self, *, created_at: float | None = None) -> dict[str, Any]:
         """The stored payload: times as UTC epoch seconds, so they index and order as floats."""
-        begin = _aware(self.timestamp_begin) if self.timestamp_begin else None
-        end = _aware(self.timestamp_end) if self.timestamp_end else None
+        begin = to_utc(self.timestamp_begin) if self.timestamp_begin else None
+        end = to_utc(self.timestamp_end) if self.timestamp_end else None
         now = _now()
         begin = begin or end or now
         end = end or begin

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Unpack
 
 from episodex._common.errors import ConfigurationError, ValidationError
+from episodex._common.host import EngineHost
 from episodex._common.sync import SyncTwin, blocking
 from episodex._common.validation import require_int, require_weight
 from episodex._embedders.base import Embedder
@@ -26,7 +27,6 @@ from episodex._embedders.resolve import resolve_embedder
 from episodex._engines.base import Engine
 from episodex._engines.collection import check_manifest, foreign_claims, tenant_filter
 from episodex._engines.plan import CollectionSpec, Filter, Match, MatchAny, Point, Range
-from episodex._episodes.memory import EpisodicMemory
 from episodex._lessons.block import format_lessons
 from episodex._lessons.graders import Grader
 from episodex._lessons.model import (
@@ -277,7 +277,7 @@ class StepLessonMemory:
         self._steps: dict[str, StepMemory] = {}
 
     @classmethod
-    def from_memory(cls, memory: EpisodicMemory, **options: Any) -> StepLessonMemory:
+    def from_memory(cls, memory: EngineHost[Engine, Embedder], **options: Any) -> StepLessonMemory:
         """Lessons in the same store as an `EpisodicMemory` (its engine and embedder)."""
         return cls(memory.engine, memory.embedder, **options)
 

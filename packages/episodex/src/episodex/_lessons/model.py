@@ -12,15 +12,12 @@ import ast
 import math
 import re
 import uuid
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal, Self, TypeVar
+from typing import Annotated, Any, Literal, Self
 from urllib.parse import urlsplit
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     StrictBool,
     StrictFloat,
@@ -30,7 +27,7 @@ from pydantic import (
     model_validator,
 )
 
-from episodex._common.validation import json_object, parse_model
+from episodex._common.model import FrozenModel, Id, JsonObject, NonBlankText, UtcDatetime
 
 __all__ = [
     "ActionParts",
@@ -51,11 +48,8 @@ LESSONS_SCHEMA_VERSION = 1
 Outcome = Literal["pending", "success", "failure"]
 LessonKind = Literal["REPEAT", "AVOID"]
 
-Id = Annotated[StrictStr, Field(min_length=1, max_length=512)]
 Count = Annotated[StrictInt, Field(ge=1)]
 Unit = Annotated[StrictFloat | StrictInt, Field(ge=0.0, le=1.0)]
-
-M = TypeVar("M", bound=BaseModel)
 
 
 def _blank_to_none(value: str | None) -> str | None:
@@ -65,15 +59,11 @@ def _blank_to_none(value: str | None) -> str | None:
     return value
 
 
-def _parse(cls: type[M], data: object, what: str, where: str) -> M:
-    return parse_model(cls, data, what=what, where=where)
-
-
 def _normalise_element(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
-class EnvState(BaseModel):
+class EnvState(FrozenModel):
     """What the agent saw: the page (url and title) and its visible elements.
 
     Elements are short strings, one per interactive element, as the agent's observation shows
@@ -81,7 +71,7 @@ class EnvState(BaseModel):
     elements (case and spacing ignored).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    record_name = "environment state"
 
     url: StrictStr = ""
     """The page address; its path is shown in lessons (`/tickets`)."""
@@ -89,13 +79,8 @@ class EnvState(BaseModel):
     """A page name or title, used when there is no url."""
     elements: list[StrictStr] = Field(default_factory=list[str])
     """The visible elements, one string each."""
-    extra: dict[str, Any] = Field(default_factory=dict[str, Any])
+    extra: JsonObject = Field(default_factory=dict[str, Any])
     """Anything else about the state (a JSON object), kept verbatim."""
-
-    @field_validator("extra")
-    @classmethod
-    def _extra_json(cls, value: dict[str, Any]) -> dict[str, Any]:
-        return json_object(value)
 
     @field_validator("page")
     @classmethod
@@ -112,24 +97,19 @@ class EnvState(BaseModel):
             return self.url.split("?", 1)[0].split("#", 1)[0] or "/"
         return self.page or "/"
 
-    @classmethod
-    def parse(cls, data: EnvState | Mapping[str, Any], *, where: str = "") -> EnvState:
-        """Validate a mapping (or pass a state through), raising episodex's `ValidationError`."""
-        return _parse(cls, data, "environment state", where)
-
 
 def element_set(env: EnvState) -> frozenset[str]:
     """The elements of a state as a set, case and spacing normalised, blanks dropped."""
     return frozenset(n for n in (_normalise_element(e) for e in env.elements) if n)
 
 
-class StepMemory(BaseModel):
+class StepMemory(FrozenModel):
     """One step of an agent in an environment, pending until graded.
 
     Fields left empty (`""`) in the optional texts are stored as absent (`None`).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    record_name = "step memory"
 
     id: StrictStr = Field(default_factory=lambda: str(uuid.uuid4()))
     """The stored point id (a UUID)."""
@@ -149,13 +129,13 @@ class StepMemory(BaseModel):
     """The step's position in its run, from 1."""
     env_pre: EnvState
     """The state before the action."""
-    internal_state: StrictStr
+    internal_state: NonBlankText
     """The agent's reasoning context (goal, plan, what it knows); compared by embedding."""
     think: StrictStr | None = None
     """The agent's chain of thought for this step."""
     internal_state_embedding: list[StrictFloat] | None = None
     """The embedder's vector of `internal_state`, filled when the step is stored."""
-    action: StrictStr
+    action: NonBlankText
     """The action taken, e.g. `click('42')`."""
     action_element_text: StrictStr | None = None
     """What the action's target is, e.g. `Priority dropdown`."""
@@ -171,9 +151,9 @@ class StepMemory(BaseModel):
     """The grader's confidence in its grade, in [0, 1]."""
     task_incomplete: StrictStr | None = None
     """Why the whole task failed, on every step of a failed run."""
-    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    created_at: UtcDatetime = Field(default_factory=lambda: datetime.now(UTC))
     """When the step was recorded (naive times are taken as UTC)."""
-    metadata: dict[str, Any] = Field(default_factory=dict[str, Any])
+    metadata: JsonObject = Field(default_factory=dict[str, Any])
     """Any JSON object, kept verbatim."""
 
     @field_validator("id")
@@ -183,13 +163,6 @@ class StepMemory(BaseModel):
             return str(uuid.UUID(value))
         except ValueError:
             raise ValueError(f"must be a UUID string, got {value!r}") from None
-
-    @field_validator("internal_state", "action")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must contain text, not only whitespace")
-        return value
 
     @field_validator(
         "think", "action_element_text", "outcome_reason", "correction", "task_incomplete"
@@ -209,16 +182,6 @@ class StepMemory(BaseModel):
             raise ValueError("must contain only finite numbers")
         return value
 
-    @field_validator("created_at")
-    @classmethod
-    def _aware(cls, value: datetime) -> datetime:
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-    @field_validator("metadata")
-    @classmethod
-    def _metadata(cls, value: dict[str, Any]) -> dict[str, Any]:
-        return json_object(value)
-
     @property
     def graded(self) -> bool:
         """True once the step is a `success` or a `failure`."""
@@ -229,20 +192,11 @@ class StepMemory(BaseModel):
         """`REPEAT` for a success, `AVOID` for a failure, None while pending."""
         return {"success": "REPEAT", "failure": "AVOID"}.get(self.outcome)  # type: ignore[return-value]
 
-    def replace(self, **changes: Any) -> StepMemory:
-        """A validated copy with some fields changed."""
-        return StepMemory.parse({**self.model_dump(), **changes})
 
-    @classmethod
-    def parse(cls, data: StepMemory | Mapping[str, Any], *, where: str = "") -> StepMemory:
-        """Validate a mapping (or pass a memory through), raising episodex's `ValidationError`."""
-        return _parse(cls, data, "step memory", where)
-
-
-class StepGrade(BaseModel):
+class StepGrade(FrozenModel):
     """A grader's verdict on one step."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    record_name = "step grade"
 
     step_id: Id
     """The graded step."""
@@ -260,16 +214,11 @@ class StepGrade(BaseModel):
     def _optional_text(cls, value: str | None) -> str | None:
         return _blank_to_none(value)
 
-    @classmethod
-    def parse(cls, data: StepGrade | Mapping[str, Any], *, where: str = "") -> StepGrade:
-        """Validate a mapping (or pass a grade through), raising episodex's `ValidationError`."""
-        return _parse(cls, data, "step grade", where)
 
-
-class GradingResult(BaseModel):
+class GradingResult(FrozenModel):
     """The grades of one run: one per graded step, and the verdict on the whole task."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    record_name = "grading result"
 
     grades: list[StepGrade] = Field(default_factory=list[StepGrade])
     """Per-step grades; steps left out stay pending and never become lessons."""
@@ -295,11 +244,6 @@ class GradingResult(BaseModel):
                 "task_incomplete says why a task failed; leave it empty when task_success is true"
             )
         return self
-
-    @classmethod
-    def parse(cls, data: GradingResult | Mapping[str, Any], *, where: str = "") -> GradingResult:
-        """Validate a mapping (or pass a result through), raising episodex's `ValidationError`."""
-        return _parse(cls, data, "grading result", where)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,16 +11,15 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal, Self
+from typing import Any, Literal, Self
 from xml.sax.saxutils import escape
 
-from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator, model_validator
-from pydantic import ValidationError as PydanticValidationError
+from pydantic import Field, StrictStr, field_validator, model_validator
 
 from episodex._common.errors import ValidationError
-from episodex._common.validation import describe_validation_error, json_object, parse_model
+from episodex._common.model import Id, JsonObject, NonBlankText, TypedConstruction, UtcDatetime
 
 __all__ = [
     "DEFAULT_FIELDS",
@@ -32,8 +31,6 @@ __all__ = [
     "TaskResult",
     "check_element_name",
 ]
-
-Id = Annotated[StrictStr, Field(min_length=1, max_length=512)]
 
 FormatMode = Literal["xml", "concat"]
 
@@ -102,51 +99,19 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-class _Model(BaseModel):
-    """Frozen, strict about extra fields, and raising episodex's `ValidationError`."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    def __init__(self, /, **data: Any) -> None:
-        try:
-            super().__init__(**data)
-        except PydanticValidationError as exc:
-            raise ValidationError(describe_validation_error(exc, type(self).__name__)) from None
-
-    @classmethod
-    def parse(cls, data: Self | Mapping[str, Any]) -> Self:
-        """Validate a mapping (or pass an instance through), raising episodex's `ValidationError`."""
-        return parse_model(cls, data, what=cls.__name__)
-
-    def replace(self, **changes: Any) -> Self:
-        """A validated copy with some fields changed (the model itself is frozen)."""
-        return type(self).parse({**self.model_dump(), **changes})
-
-
-def _not_blank(value: str) -> str:
-    if not value.strip():
-        raise ValueError("must contain text, not only whitespace")
-    return value
-
-
-class Task(_Model):
+class Task(TypedConstruction):
     """Something an agent was asked to do. Prints as its instruction."""
 
     id_: Id = Field(default_factory=lambda: str(uuid.uuid4()))
     """The task's id; a store keeps one episode per task id (writing it again replaces it)."""
-    instruction: StrictStr
+    instruction: NonBlankText
     """What the agent was asked to do."""
-
-    @field_validator("instruction")
-    @classmethod
-    def _has_text(cls, value: str) -> str:
-        return _not_blank(value)
 
     def __str__(self) -> str:
         return self.instruction
 
 
-class TaskResult(_Model):
+class TaskResult(TypedConstruction):
     """What an agent answered for a task. Prints as its content."""
 
     task_id: Id
@@ -158,7 +123,7 @@ class TaskResult(_Model):
         return self.content
 
 
-class Episode(_Model):
+class Episode(TypedConstruction):
     """One attempt at a task: the task, the agent's rollout, and how it ended.
 
     Episodes are frozen: `replace(...)` returns a validated copy with changes.
@@ -186,9 +151,9 @@ class Episode(_Model):
     """Extra text shown in the prompt, one XML element per key (e.g. `reflection`)."""
     error: StrictStr | None = None
     """What went wrong, when the attempt failed (an exception becomes `Type: message`)."""
-    metadata: dict[str, Any] = Field(default_factory=dict[str, Any])
+    metadata: JsonObject = Field(default_factory=dict[str, Any])
     """Any JSON object: filterable in store searches, shown only when asked for."""
-    completed_at: datetime = Field(default_factory=_now)
+    completed_at: UtcDatetime = Field(default_factory=_now)
     """When the attempt ended (naive times are taken as UTC)."""
 
     @field_validator("error", mode="before")
@@ -208,16 +173,6 @@ class Episode(_Model):
                 except ValidationError as exc:
                     raise ValueError(str(exc)) from None
         return value
-
-    @field_validator("metadata")
-    @classmethod
-    def _json(cls, value: dict[str, Any]) -> dict[str, Any]:
-        return json_object(value)
-
-    @field_validator("completed_at")
-    @classmethod
-    def _utc(cls, value: datetime) -> datetime:
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
     @model_validator(mode="after")
     def _result_matches_task(self) -> Self:

@@ -7,13 +7,14 @@ import functools
 import os
 import threading
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import Any, Unpack
 
 from episodex._common.errors import (
     ConfigurationError,
     EpisodeNotFoundError,
     ValidationError,
 )
+from episodex._common.host import EngineHost
 from episodex._common.validation import require_int, require_text, require_weight
 from episodex._embedders.base import Embedder
 from episodex._engines.base import Engine
@@ -46,9 +47,6 @@ from episodex._tasks.store import (
     metadata_filter,
     threshold_arg,
 )
-
-if TYPE_CHECKING:
-    from episodex._episodes.memory import EpisodicMemory
 
 __all__ = ["QdrantTaskStore"]
 
@@ -84,7 +82,7 @@ class QdrantTaskStore:
         location: `:memory:` for qdrant-client's local mode.
         api_key: Qdrant API key (server).
         engine: An engine opened elsewhere (not closed by this store).
-        memory: An `EpisodicMemory` whose engine and embedder to share.
+        memory: An `EpisodicMemory` (or any `EngineHost`) whose engine and embedder to share.
         embedder: The dense embedder (default: the memory's, else the bundled model).
         collection: The collection name.
         bm25: The BM25 tokenizer and parameters.
@@ -101,7 +99,7 @@ class QdrantTaskStore:
         location: str | None = None,
         api_key: str | None = None,
         engine: Engine | None = None,
-        memory: EpisodicMemory | None = None,
+        memory: EngineHost[Engine, Embedder] | None = None,
         embedder: Embedder | str | None = None,
         collection: str = COLLECTION,
         bm25: Bm25Encoder | None = None,

@@ -1,0 +1,96 @@
+"""The base of every stored record and the small field types the records share.
+
+Conversation episodes, task episodes and step lessons are frozen pydantic models that refuse
+unknown fields and report bad input as episodex's `ValidationError`; their ids, texts, times
+and JSON objects are checked by the same types here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Annotated, Any, ClassVar, Self
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictStr
+from pydantic import ValidationError as PydanticValidationError
+
+from episodex._common.errors import ValidationError
+from episodex._common.validation import describe_validation_error, json_object, parse_model
+
+__all__ = [
+    "FrozenModel",
+    "Id",
+    "JsonObject",
+    "NonBlankId",
+    "NonBlankText",
+    "TypedConstruction",
+    "UtcDatetime",
+    "not_blank",
+    "to_utc",
+]
+
+
+def not_blank(value: str) -> str:
+    """A validator: the text must have a character that is not whitespace."""
+    if not value.strip():
+        raise ValueError("must contain text, not only whitespace")
+    return value
+
+
+def to_utc(value: datetime) -> datetime:
+    """The time in UTC; a naive time is taken as UTC, so stored times compare across machines."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+#: An id: 1 to 512 characters.
+Id = Annotated[StrictStr, Field(min_length=1, max_length=512)]
+#: An id that is not only whitespace (reads refuse such ids, so a write must too).
+NonBlankId = Annotated[StrictStr, Field(min_length=1, max_length=512), AfterValidator(not_blank)]
+#: Text with at least one character that is not whitespace.
+NonBlankText = Annotated[StrictStr, AfterValidator(not_blank)]
+#: A time, stored in UTC (naive times are taken as UTC).
+UtcDatetime = Annotated[datetime, AfterValidator(to_utc)]
+#: Any JSON object (str keys, JSON values, no NaN), stored as its JSON round trip.
+JsonObject = Annotated[dict[str, Any], AfterValidator(json_object)]
+
+
+class FrozenModel(BaseModel):
+    """Frozen, strict about extra fields, and parsed into episodex's `ValidationError`.
+
+    `parse` is the checked way in. Construction by keyword (`Model(...)`) is pydantic's own
+    and raises its error, unless a subclass turns that too (`TypedConstruction`).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: How error messages name the record ("episode", "step memory"); default: the class name.
+    record_name: ClassVar[str | None] = None
+
+    @classmethod
+    def parse(cls, data: Self | Mapping[str, Any], *, where: str = "") -> Self:
+        """Validate a mapping (or pass an instance through), raising episodex's `ValidationError`.
+
+        Args:
+            data: An instance or a mapping of its fields.
+            where: A prefix locating the record in messages, such as "episode 3: ".
+        """
+        return parse_model(cls, data, what=cls.record_name or cls.__name__, where=where)
+
+    def replace(self, **changes: Any) -> Self:
+        """A validated copy with some fields changed (the model itself is frozen)."""
+        return type(self).parse({**self.model_dump(), **changes})
+
+
+class TypedConstruction(FrozenModel):
+    """A `FrozenModel` whose construction by keyword also raises episodex's `ValidationError`.
+
+    Pydantic calls a custom `__init__` for nested models too, so a model nested in another
+    reports its error inside the outer one's.
+    """
+
+    def __init__(self, /, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except PydanticValidationError as exc:
+            what = type(self).record_name or type(self).__name__
+            raise ValidationError(describe_validation_error(exc, what)) from None
