@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from episodex._common.errors import EmbedderMismatchError
 from episodex._common.validation import require_text
 from episodex._engines.base import Engine
-from episodex._engines.plan import Filter, HasId, Match
+from episodex._engines.plan import CollectionSpec, Filter, HasId, Match
 
-__all__ = ["check_manifest", "foreign_claims", "tenant_filter"]
+__all__ = ["check_manifest", "foreign_claims", "open_collection", "tenant_filter"]
 
 
 def foreign_claims(
@@ -64,6 +65,42 @@ def check_manifest(stored: Mapping[str, Any], expected: Mapping[str, Any], where
                 f"{expected[key]!r}; open it with the same embedder, or export and re-import "
                 "into a new store to re-embed"
             )
+
+
+def open_collection(
+    engine: Engine,
+    spec: CollectionSpec,
+    *,
+    embedder_id: str,
+    kind: str,
+    schema: int,
+    where: str,
+    **settings: Any,
+) -> None:
+    """Create the collection if missing, recording its manifest, and check a stored one.
+
+    The manifest names the embedder and its dimension (that of `spec`'s dense vectors), the
+    kind of records and their schema version, plus `settings` (such as the BM25 parameters).
+    A collection made with another embedder or dimension raises `EmbedderMismatchError`.
+
+    Args:
+        engine: The engine to open it in.
+        spec: The collection's shape; its `metadata` is replaced by the manifest.
+        embedder_id: The dense embedder's model id.
+        kind: What the collection holds (`conversation_episodes`, `step_lessons`).
+        schema: The version of the stored payload's shape.
+        where: How messages name the collection ("the episode collection 'episodes'").
+        **settings: More manifest entries.
+    """
+    manifest = {
+        "embedder": embedder_id,
+        "dimension": next(iter(spec.dense.values())),
+        "kind": kind,
+        "schema": schema,
+        **settings,
+    }
+    stored = engine.ensure_collection(dataclasses.replace(spec, metadata=manifest))
+    check_manifest(stored, manifest, where)
 
 
 def tenant_filter(user_id: object, agent_id: object) -> Filter:

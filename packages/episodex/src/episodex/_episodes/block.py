@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
-from episodex._common.errors import ValidationError
+from episodex._common.budget import drop_until_fits, longest_fitting_prefix, require_budget
 from episodex._common.tokens import DEFAULT_ENCODING, TokenCounter, token_counter
 
 __all__ = ["format_recall"]
@@ -77,10 +77,7 @@ def format_recall(
         max_tokens: The budget for the whole block, counted with `encoding`.
         encoding: A tiktoken encoding name or a token-counting callable.
     """
-    if max_tokens is not None and (
-        isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 0
-    ):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise ValidationError(f"max_tokens must be an integer >= 0, got {max_tokens!r}")
+    max_tokens = require_budget(max_tokens)
     ranked: list[tuple[float, int, int, Mapping[str, Any]]] = []
     for s, (key, _) in enumerate(_SECTIONS):
         for i, item in enumerate(result.get(key, [])):
@@ -91,7 +88,7 @@ def format_recall(
     ranked.sort(key=lambda r: (-r[0], r[1], r[2]))
 
     def build(
-        kept: list[tuple[float, int, int, Mapping[str, Any]]], last_long: str | None = None
+        kept: Sequence[tuple[float, int, int, Mapping[str, Any]]], last_long: str | None = None
     ) -> str:
         chosen = sorted(kept, key=lambda r: (r[1], r[2]))
         sections: list[tuple[str, str, list[str]]] = []
@@ -104,30 +101,24 @@ def format_recall(
             sections.append((key, title, xml))
         return _render(sections)
 
-    block = build(ranked)
     if max_tokens is None:
-        return block
+        return build(ranked)
     count = token_counter(encoding)
-    if count(block) <= max_tokens:
+
+    def fits(block: str) -> bool:
+        return count(block) <= max_tokens
+
+    block, kept = drop_until_fits(ranked, build, fits)
+    if block is not None:
         return block
-    kept = list(ranked)
-    while len(kept) > 1:
-        kept.pop()
-        block = build(kept)
-        if count(block) <= max_tokens:
-            return block
     # One episode left and still too long: shorten its details by words, then drop them.
-    item = kept[0][3]
-    words = str(item.get("long_summary_text", "")).split()
-    lo, hi, best = 0, len(words), None
-    while lo <= hi:
-        mid = (lo + hi) // 2
-        candidate = build(kept, " ".join(words[:mid]) + (" ..." if mid < len(words) else ""))
-        if count(candidate) <= max_tokens:
-            best, lo = candidate, mid + 1
-        else:
-            hi = mid - 1
-    if best is not None and lo > 1:
-        return best
+    words = str(kept[0][3].get("long_summary_text", "")).split()
+    found = longest_fitting_prefix(
+        len(words),
+        lambda k: build(kept, " ".join(words[:k]) + (" ..." if k < len(words) else "")),
+        fits,
+    )
+    if found is not None and found[0] >= 1:
+        return found[1]
     minimal = build(kept, "")
-    return minimal if count(minimal) <= max_tokens else ""
+    return minimal if fits(minimal) else ""

@@ -17,7 +17,11 @@ from episodex._common.errors import NotFoundError, ValidationError
 from episodex._common.validation import require_int, require_text, require_weight
 from episodex._embedders.base import Embedder
 from episodex._engines.base import Engine
-from episodex._engines.collection import check_manifest, foreign_claims, tenant_filter
+from episodex._engines.collection import (
+    foreign_claims,
+    open_collection,
+    tenant_filter,
+)
 from episodex._engines.plan import CollectionSpec, Filter, Fused, HasId, Hit, Match, Point, Stream
 from episodex._engines.sparse import Bm25Encoder
 from episodex._episodes import stats as stats_
@@ -26,7 +30,7 @@ from episodex._episodes.model import ConversationEpisode, payload_to_item
 from episodex._episodes.options import RecallOptions, check_recall_options
 from episodex._episodes.transfer import ImportReport
 
-__all__ = ["EpisodeStore", "ImportReport", "RecallResult", "check_manifest"]
+__all__ = ["EpisodeStore", "ImportReport", "RecallResult"]
 
 COLLECTION = "episodes"
 STREAMS = ("short", "long", "bm25")
@@ -55,13 +59,6 @@ class EpisodeStore:
         self.embedder = embedder
         self.bm25 = bm25 or Bm25Encoder()
         self.collection = collection
-        manifest = {
-            "embedder": embedder.model_id,
-            "dimension": embedder.dimension,
-            "kind": "conversation_episodes",
-            "schema": 1,
-            "bm25": self.bm25.config,
-        }
         spec = CollectionSpec(
             name=collection,
             dense={"short": embedder.dimension, "long": embedder.dimension},
@@ -69,10 +66,16 @@ class EpisodeStore:
             tenant_key="user_id",
             keywords=("agent_id", "conversation_id", "flows_activated", "tools_invoked"),
             floats=("timestamp_begin", "timestamp_end"),
-            metadata=manifest,
         )
-        stored = engine.ensure_collection(spec)
-        check_manifest(stored, manifest, f"the episode collection {collection!r}")
+        open_collection(
+            engine,
+            spec,
+            embedder_id=embedder.model_id,
+            kind="conversation_episodes",
+            schema=1,
+            where=f"the episode collection {collection!r}",
+            bm25=self.bm25.config,
+        )
         self._write_lock = threading.Lock()
 
     # -- writing -------------------------------------------------------------------------

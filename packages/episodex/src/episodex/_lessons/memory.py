@@ -25,7 +25,7 @@ from episodex._common.validation import require_int, require_weight
 from episodex._embedders.base import Embedder
 from episodex._embedders.resolve import resolve_embedder
 from episodex._engines.base import Engine
-from episodex._engines.collection import check_manifest, foreign_claims, tenant_filter
+from episodex._engines.collection import foreign_claims, open_collection, tenant_filter
 from episodex._engines.plan import CollectionSpec, Filter, Match, MatchAny, Point, Range
 from episodex._lessons.block import format_lessons
 from episodex._lessons.graders import Grader
@@ -86,12 +86,6 @@ class _LessonStore:
         self.engine = engine
         self.embedder = embedder
         self.collection = collection
-        manifest = {
-            "embedder": embedder.model_id,
-            "dimension": embedder.dimension,
-            "kind": "step_lessons",
-            "schema": LESSONS_SCHEMA_VERSION,
-        }
         spec = CollectionSpec(
             name=collection,
             dense={"state": embedder.dimension},
@@ -99,10 +93,15 @@ class _LessonStore:
             keywords=("agent_id", "session_id", "run_id", "outcome", "step_id"),
             integers=("rep", "step_num"),
             floats=("created_at_ts",),
-            metadata=manifest,
         )
-        stored = engine.ensure_collection(spec)
-        check_manifest(stored, manifest, f"the step-lesson collection {collection!r}")
+        open_collection(
+            engine,
+            spec,
+            embedder_id=embedder.model_id,
+            kind="step_lessons",
+            schema=LESSONS_SCHEMA_VERSION,
+            where=f"the step-lesson collection {collection!r}",
+        )
         self._write_lock = threading.Lock()
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:

@@ -18,7 +18,7 @@ from episodex._common.host import EngineHost
 from episodex._common.validation import require_int, require_text, require_weight
 from episodex._embedders.base import Embedder
 from episodex._engines.base import Engine
-from episodex._engines.collection import check_manifest
+from episodex._engines.collection import open_collection
 from episodex._engines.factory import open_engine
 from episodex._engines.plan import (
     CollectionSpec,
@@ -141,25 +141,22 @@ class QdrantTaskStore:
         self.collection = collection
         self.bm25 = bm25 or Bm25Encoder()
         self.stage1_limit = require_int("stage1_limit", stage1_limit) or 1
-        manifest = {
-            "embedder": self.embedder.model_id,
-            "dimension": self.embedder.dimension,
-            "kind": "task_episodes",
-            "schema": 1,
-            "bm25": self.bm25.config,
-        }
         try:
-            stored = engine.ensure_collection(
+            open_collection(
+                engine,
                 CollectionSpec(
                     name=collection,
                     dense={"dense": self.embedder.dimension},
                     sparse=("bm25",),
                     keywords=("episode_id", "task_id"),
                     floats=("completed_at",),
-                    metadata=manifest,
-                )
+                ),
+                embedder_id=self.embedder.model_id,
+                kind="task_episodes",
+                schema=1,
+                where=f"the task episode collection {collection!r}",
+                bm25=self.bm25.config,
             )
-            check_manifest(stored, manifest, f"the task episode collection {collection!r}")
         except BaseException:
             if self._owns_engine:
                 engine.close()

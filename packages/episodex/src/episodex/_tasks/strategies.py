@@ -16,6 +16,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from episodex._common.budget import drop_until_fits, longest_fitting_prefix, require_budget
 from episodex._common.errors import ConfigurationError, ValidationError
 from episodex._common.llm import LLMCallable
 from episodex._common.tokens import DEFAULT_ENCODING, TokenCounter, token_counter
@@ -53,27 +54,19 @@ def _block(items: Sequence[Fields]) -> str:
     return "\n".join(lines)
 
 
-def _budget_arg(max_tokens: object) -> int | None:
-    if max_tokens is None:
-        return None
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 0:
-        raise ValidationError(f"max_tokens must be an integer >= 0 or None, got {max_tokens!r}")
-    return max_tokens
-
-
 def _fit(items: list[Fields], max_tokens: int | None, count: TokenCounter) -> str:
     """The block of `items` (best first) within `max_tokens`, or "" if nothing fits."""
     if not items:
         return ""
-    block = _block(items)
-    if max_tokens is None or count(block) <= max_tokens:
+    if max_tokens is None:
+        return _block(items)
+
+    def fits(block: str) -> bool:
+        return count(block) <= max_tokens
+
+    block, kept = drop_until_fits(items, _block, fits)
+    if block is not None:
         return block
-    kept = list(items)
-    while len(kept) > 1:
-        kept.pop()  # the lowest-ranked episode goes first, whole
-        block = _block(kept)
-        if count(block) <= max_tokens:
-            return block
     # The best episode alone is too long: shorten its longest fields, word by word. Text is
     # cut before it is escaped, so no element and no entity is ever cut in half.
     fields = list(kept[0])
@@ -84,18 +77,15 @@ def _fit(items: list[Fields], max_tokens: int | None, count: TokenCounter) -> st
     for i in order:
         name, text = fields[i]
         words = text.split()
-        lo, hi, best = 0, len(words) - 1, None
-        while lo <= hi:
-            mid = (lo + hi) // 2
+
+        def cut(k: int, i: int = i, name: str = name, words: list[str] = words) -> str:
             trial = list(fields)
-            trial[i] = (name, " ".join(words[:mid]) + " ..." if mid else "...")
-            candidate = _block([trial])
-            if count(candidate) <= max_tokens:
-                best, lo = candidate, mid + 1
-            else:
-                hi = mid - 1
-        if best is not None:
-            return best
+            trial[i] = (name, " ".join(words[:k]) + " ..." if k else "...")
+            return _block([trial])
+
+        found = longest_fitting_prefix(len(words) - 1, cut, fits)
+        if found is not None:
+            return found[1]
         fields[i] = (name, "...")
     return ""
 
@@ -122,7 +112,7 @@ def render_episodes(
     Returns:
         The block, or `""` when there is nothing to show or nothing fits.
     """
-    budget = _budget_arg(max_tokens)
+    budget = require_budget(max_tokens)
     seen: set[str] = set()
     items: list[Fields] = []
     for episode in episodes:
@@ -155,7 +145,7 @@ async def render_memories(
         include: The fields shown for every episode (default: each memory's own `include`).
         encoding: A tiktoken encoding name or a token-counting callable.
     """
-    budget = _budget_arg(max_tokens)
+    budget = require_budget(max_tokens)
     if isinstance(memories, TaskMemory) or not all(isinstance(m, TaskMemory) for m in memories):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise ValidationError("render_memories takes a list of memories (TaskMemory objects)")
     if include is not None:
@@ -246,7 +236,7 @@ class TaskMemory(ABC):
             task: The task about to run (or its instruction).
             max_tokens: The budget for the whole block.
         """
-        budget = _budget_arg(max_tokens)
+        budget = require_budget(max_tokens)
         episodes = await self.retrieve(as_task(task))
         return render_episodes(
             episodes, max_tokens=budget, include=self.include, encoding=self.encoding
