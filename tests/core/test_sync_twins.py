@@ -136,3 +136,20 @@ def test_run_sync_runs_a_coroutine_outside_a_loop() -> None:
 async def test_run_sync_runs_a_coroutine_inside_a_running_loop() -> None:
     # A running loop cannot be re-entered: the coroutine runs on a fresh loop in a thread.
     assert run_sync(_coroutine()) == 42
+
+
+def test_a_twin_forwards_every_public_attribute(embedder) -> None:
+    with SyncEpisodicMemory(location=":memory:", embedder=embedder) as mem:
+        for name in (n for n in vars(mem.memory) if not n.startswith("_")):
+            assert getattr(mem, name) is getattr(mem.memory, name), name
+        lessons = SyncStepLessonMemory(StepLessonMemory.from_memory(mem.memory))
+        try:
+            inner = lessons.lessons
+            names = [n for n in vars(inner) if not n.startswith("_")]
+            names += [n for n, v in vars(StepLessonMemory).items() if isinstance(v, property)]
+            for name in names:
+                assert getattr(lessons, name) == getattr(inner, name), name
+            lessons.init_episode("s", user_id="u", agent_id="a")
+            assert lessons.episode is inner.episode and lessons.episode is not None
+        finally:
+            lessons.close()

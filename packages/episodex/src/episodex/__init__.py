@@ -43,6 +43,7 @@ from episodex._lessons.memory import Attempt, StepLessonMemory, SyncStepLessonMe
 from episodex._lessons.model import EnvState, GradingResult, RetrievedLesson, StepGrade, StepMemory
 from episodex._lessons.ranking import LessonOptions
 from episodex._lessons.transfer import export_memories, import_memories
+from episodex._tasks.block import render_episodes
 from episodex._tasks.jsonl import JSONLTaskStore
 from episodex._tasks.model import Episode, Task, TaskResult
 from episodex._tasks.qdrant import QdrantTaskStore
@@ -60,7 +61,6 @@ from episodex._tasks.strategies import (
     ReflectiveMemory,
     SimilarityMemory,
     TaskMemory,
-    render_episodes,
     render_memories,
 )
 from episodex._working.memory import MemKey, MemoryEntry, WorkingMemory

@@ -7,6 +7,7 @@ and JSON objects are checked by the same types here.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Annotated, Any, ClassVar, Self
@@ -25,6 +26,8 @@ __all__ = [
     "NonBlankText",
     "TypedConstruction",
     "UtcDatetime",
+    "UuidStr",
+    "canonical_uuid",
     "not_blank",
     "to_utc",
 ]
@@ -35,6 +38,14 @@ def not_blank(value: str) -> str:
     if not value.strip():
         raise ValueError("must contain text, not only whitespace")
     return value
+
+
+def canonical_uuid(value: str) -> str:
+    """A validator: the text must be a UUID; returns its canonical lowercase form."""
+    try:
+        return str(uuid.UUID(value))
+    except ValueError:
+        raise ValueError(f"must be a UUID string, got {value!r}") from None
 
 
 def to_utc(value: datetime) -> datetime:
@@ -48,6 +59,8 @@ Id = Annotated[StrictStr, Field(min_length=1, max_length=512)]
 NonBlankId = Annotated[StrictStr, Field(min_length=1, max_length=512), AfterValidator(not_blank)]
 #: Text with at least one character that is not whitespace.
 NonBlankText = Annotated[StrictStr, AfterValidator(not_blank)]
+#: A point id: a UUID string, kept in canonical form.
+UuidStr = Annotated[StrictStr, AfterValidator(canonical_uuid)]
 #: A time, stored in UTC (naive times are taken as UTC).
 UtcDatetime = Annotated[datetime, AfterValidator(to_utc)]
 #: Any JSON object (str keys, JSON values, no NaN), stored as its JSON round trip.

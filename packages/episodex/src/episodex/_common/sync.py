@@ -27,7 +27,7 @@ import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar, overload
 
-__all__ = ["SyncTwin", "blocking", "run_sync", "threaded"]
+__all__ = ["SyncTwin", "blocking", "forward", "run_sync", "threaded"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -132,6 +132,32 @@ class blocking(Generic[P, R]):
             return loop.run(coroutine_method(*args, **kwargs))
 
         return _like(call, self.method, self.__signature__)
+
+
+class forward(Generic[T]):
+    """A read-only attribute that is the same-named attribute of the attribute `via`.
+
+    `engine = forward[Engine]("memory", "The vector engine.")` on a twin makes `twin.engine`
+    return `twin.memory.engine`.
+    """
+
+    def __init__(self, via: str, doc: str) -> None:
+        self.via = via
+        self.name = ""
+        self.__doc__ = doc
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> Self: ...
+    @overload
+    def __get__(self, obj: object, owner: type | None = None) -> T: ...
+    def __get__(self, obj: object | None, owner: type | None = None) -> Self | T:
+        if obj is None:
+            return self
+        value: T = getattr(getattr(obj, self.via), self.name)
+        return value
 
 
 def _like(call: Callable[P, T], method: Callable[..., Any], signature: inspect.Signature) -> Any:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, TypeVar, Unpack
 
 from episodex._common.errors import ConfigurationError
-from episodex._common.sync import SyncTwin, blocking, threaded
+from episodex._common.sync import SyncTwin, blocking, forward, threaded
 from episodex._common.tokens import DEFAULT_ENCODING, TokenCounter
 from episodex._embedders.base import Embedder
 from episodex._embedders.resolve import resolve_embedder
@@ -261,20 +261,9 @@ class SyncEpisodicMemory(SyncTwin):
     stats = blocking(EpisodicMemory.stats)
     optimize = blocking(EpisodicMemory.optimize)
 
-    @property
-    def store(self) -> EpisodeStore:
-        """The synchronous store under the memory."""
-        return self.memory.store
-
-    @property
-    def engine(self) -> Engine:
-        """The vector engine."""
-        return self.memory.engine
-
-    @property
-    def embedder(self) -> Embedder:
-        """The dense embedder."""
-        return self.memory.embedder
+    store = forward[EpisodeStore]("memory", "The synchronous store under the memory.")
+    engine = forward[Engine]("memory", "The vector engine.")
+    embedder = forward[Embedder]("memory", "The dense embedder.")
 
     def close(self) -> None:
         """Stop the private loop, and close the memory if this twin opened it."""

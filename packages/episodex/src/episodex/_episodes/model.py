@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Annotated, Any, Self
@@ -12,12 +11,19 @@ from pydantic import (
     Field,
     StrictFloat,
     StrictInt,
-    StrictStr,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
 
-from episodex._common.model import FrozenModel, JsonObject, NonBlankId, NonBlankText, to_utc
+from episodex._common.model import (
+    FrozenModel,
+    JsonObject,
+    NonBlankId,
+    NonBlankText,
+    UuidStr,
+    to_utc,
+)
 
 __all__ = ["ConversationEpisode", "payload_to_item"]
 
@@ -26,6 +32,11 @@ SCHEMA_VERSION = 1
 
 
 NonNegative = Annotated[StrictInt, Field(ge=0)]
+# The range of each sentiment field, and how a message says it.
+_RANGES = {
+    "average_user_sentiment": (-1.0, 1.0, "in [-1, 1]"),
+    "user_sentiment_variance": (0.0, math.inf, ">= 0"),
+}
 
 
 def _now() -> datetime:
@@ -70,36 +81,18 @@ class ConversationEpisode(FrozenModel):
     """Variance of the user sentiment, at least 0."""
     metadata: JsonObject = Field(default_factory=dict[str, Any])
     """Any JSON object; returned verbatim."""
-    point_id: StrictStr | None = None
+    point_id: UuidStr | None = None
     """A UUID to store under (default: a new one); writing an existing id replaces it."""
 
-    @field_validator("average_user_sentiment")
+    @field_validator("average_user_sentiment", "user_sentiment_variance")
     @classmethod
-    def _sentiment(cls, value: float | None) -> float | None:
+    def _finite(cls, value: float | None, info: ValidationInfo) -> float | None:
         if value is None:
             return None
-        if not math.isfinite(value) or not -1.0 <= value <= 1.0:
-            raise ValueError(f"must be a finite number in [-1, 1], got {value!r}")
+        low, high, allowed = _RANGES[info.field_name or ""]
+        if not math.isfinite(value) or not low <= value <= high:
+            raise ValueError(f"must be a finite number {allowed}, got {value!r}")
         return float(value)
-
-    @field_validator("user_sentiment_variance")
-    @classmethod
-    def _variance(cls, value: float | None) -> float | None:
-        if value is None:
-            return None
-        if not math.isfinite(value) or value < 0:
-            raise ValueError(f"must be a finite number >= 0, got {value!r}")
-        return float(value)
-
-    @field_validator("point_id")
-    @classmethod
-    def _uuid(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        try:
-            return str(uuid.UUID(value))
-        except ValueError:
-            raise ValueError(f"must be a UUID string, got {value!r}") from None
 
     @model_validator(mode="after")
     def _ranges(self) -> Self:

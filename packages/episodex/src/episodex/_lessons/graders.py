@@ -82,8 +82,8 @@ class ProgrammaticGrader:
             )
         if expected_actions is not None:
             if isinstance(expected_actions, str) or not all(
-                isinstance(a, str) and a.strip()
-                for a in expected_actions  # pyright: ignore[reportUnnecessaryIsInstance]
+                isinstance(a, str) and a.strip()  # pyright: ignore[reportUnnecessaryIsInstance]
+                for a in expected_actions
             ):
                 raise ConfigurationError(
                     f"expected_actions must be a list of non-empty action strings, got {expected_actions!r}"

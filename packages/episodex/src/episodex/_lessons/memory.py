@@ -20,7 +20,7 @@ from typing import Any, Unpack
 
 from episodex._common.errors import ConfigurationError, ValidationError
 from episodex._common.host import EngineHost
-from episodex._common.sync import SyncTwin, blocking
+from episodex._common.sync import SyncTwin, blocking, forward
 from episodex._common.validation import require_int, require_weight
 from episodex._embedders.base import Embedder
 from episodex._embedders.resolve import resolve_embedder
@@ -646,40 +646,13 @@ class SyncStepLessonMemory(SyncTwin):
     forget_session = blocking(StepLessonMemory.forget_session)
     count = blocking(StepLessonMemory.count)
 
-    @property
-    def engine(self) -> Engine:
-        """The vector engine."""
-        return self.lessons.engine
-
-    @property
-    def embedder(self) -> Embedder:
-        """The dense embedder of internal states."""
-        return self.lessons.embedder
-
-    @property
-    def grader(self) -> Grader | None:
-        """The grader of each attempt's steps; None means no lessons."""
-        return self.lessons.grader
-
-    @property
-    def defaults(self) -> dict[str, Any]:
-        """The default retrieval options."""
-        return self.lessons.defaults
-
-    @property
-    def lessons_enabled(self) -> bool:
-        """True when a grader is set: without one, steps are stored but never become lessons."""
-        return self.lessons.lessons_enabled
-
-    @property
-    def episode(self) -> Attempt | None:
-        """The attempt in progress, or None before `init_episode`."""
-        return self.lessons.episode
-
-    @property
-    def steps(self) -> list[StepMemory]:
-        """The steps of the attempt in progress, in order."""
-        return self.lessons.steps
+    engine = forward[Engine]("lessons", "The vector engine.")
+    embedder = forward[Embedder]("lessons", "The dense embedder of internal states.")
+    grader = forward[Grader | None]("lessons", "The grader of each attempt; None: no lessons.")
+    defaults = forward[dict[str, Any]]("lessons", "The default retrieval options.")
+    lessons_enabled = forward[bool]("lessons", "True when a grader is set.")
+    episode = forward[Attempt | None]("lessons", "The attempt in progress, or None.")
+    steps = forward[list[StepMemory]]("lessons", "The steps of the attempt in progress.")
 
     def close(self) -> None:
         """Stop the private event loop (the engine belongs to whoever opened it)."""

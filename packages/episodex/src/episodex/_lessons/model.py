@@ -27,7 +27,7 @@ from pydantic import (
     model_validator,
 )
 
-from episodex._common.model import FrozenModel, Id, JsonObject, NonBlankText, UtcDatetime
+from episodex._common.model import FrozenModel, Id, JsonObject, NonBlankText, UtcDatetime, UuidStr
 
 __all__ = [
     "ActionParts",
@@ -111,7 +111,7 @@ class StepMemory(FrozenModel):
 
     record_name = "step memory"
 
-    id: StrictStr = Field(default_factory=lambda: str(uuid.uuid4()))
+    id: UuidStr = Field(default_factory=lambda: str(uuid.uuid4()))
     """The stored point id (a UUID)."""
     step_id: Id
     """The step's id within its session; grades refer to it."""
@@ -155,14 +155,6 @@ class StepMemory(FrozenModel):
     """When the step was recorded (naive times are taken as UTC)."""
     metadata: JsonObject = Field(default_factory=dict[str, Any])
     """Any JSON object, kept verbatim."""
-
-    @field_validator("id")
-    @classmethod
-    def _uuid(cls, value: str) -> str:
-        try:
-            return str(uuid.UUID(value))
-        except ValueError:
-            raise ValueError(f"must be a UUID string, got {value!r}") from None
 
     @field_validator(
         "think", "action_element_text", "outcome_reason", "correction", "task_incomplete"

@@ -20,13 +20,12 @@ from episodex._common.errors import (
     ValidationError,
 )
 from episodex._common.text import bad_lines_summary
-from episodex._common.validation import require_int, require_text
+from episodex._common.validation import require_int
 from episodex._engines.sparse import Bm25Encoder
 from episodex._tasks.model import Episode
 from episodex._tasks.store import (
     TaskSearchOptions,
     TornLine,
-    check_search_kwargs,
     describe_store,
     embedded_text_arg,
     episode_arg,
@@ -34,6 +33,7 @@ from episodex._tasks.store import (
     logger,
     metadata_filter,
     metadata_matches,
+    search_args,
     threshold_arg,
 )
 
@@ -351,9 +351,7 @@ class JSONLTaskStore:
             **options: `filter` (a `{metadata key: value}` mapping) and `score_threshold`
                 (the least BM25 score kept) of `TaskSearchOptions`; the others are rejected.
         """
-        check_search_kwargs(options, self.SEARCH_OPTIONS, "JSONLTaskStore")
-        query = require_text("query", query)
-        k = require_int("k", k)
+        query, k = search_args(query, k, options, self.SEARCH_OPTIONS, "JSONLTaskStore")
         flt = metadata_filter(options.get("filter"))
         threshold = threshold_arg(options.get("score_threshold"))
         return await asyncio.to_thread(self._search, query, k, flt, threshold)

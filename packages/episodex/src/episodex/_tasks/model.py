@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import typing
 import uuid
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -34,6 +35,7 @@ __all__ = [
 
 FormatMode = Literal["xml", "concat"]
 
+#: The fields of an episode a prompt can show, in the order it shows them.
 EpisodeField = Literal[
     "id_",
     "task_id",
@@ -47,17 +49,7 @@ EpisodeField = Literal[
 ]
 
 #: Every field `Episode.format` can show, in the order it shows them.
-EPISODE_FIELDS: tuple[EpisodeField, ...] = (
-    "id_",
-    "task_id",
-    "instruction",
-    "rollout",
-    "result",
-    "additional_data",
-    "error",
-    "metadata",
-    "completed_at",
-)
+EPISODE_FIELDS: tuple[EpisodeField, ...] = typing.get_args(EpisodeField)
 #: What `Episode.format` shows unless told otherwise; the rollout is long, so it is left out.
 DEFAULT_FIELDS: tuple[EpisodeField, ...] = (
     "instruction",

@@ -15,7 +15,7 @@ from episodex._common.errors import (
     ValidationError,
 )
 from episodex._common.host import EngineHost
-from episodex._common.validation import require_int, require_text, require_weight
+from episodex._common.validation import require_int, require_weight
 from episodex._embedders.base import Embedder
 from episodex._engines.base import Engine
 from episodex._engines.collection import open_collection
@@ -38,13 +38,13 @@ from episodex._tasks.model import Episode
 from episodex._tasks.store import (
     SEARCH_OPTION_NAMES,
     TaskSearchOptions,
-    check_search_kwargs,
     describe_store,
     embedded_text_arg,
     episode_arg,
     episode_point_id,
     id_arg,
     metadata_filter,
+    search_args,
     threshold_arg,
 )
 
@@ -322,9 +322,7 @@ class QdrantTaskStore:
             **options: `TaskSearchOptions`: `filter`, `score_threshold`, `mode`,
                 `dense_weight`, `bm25_weight`, `rrf_k`.
         """
-        check_search_kwargs(options, self.SEARCH_OPTIONS, "QdrantTaskStore")
-        query = require_text("query", query)
-        k = require_int("k", k)
+        query, k = search_args(query, k, options, self.SEARCH_OPTIONS, "QdrantTaskStore")
         raw_filter = options.get("filter")
         flt = (
             raw_filter

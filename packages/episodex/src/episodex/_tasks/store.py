@@ -17,6 +17,7 @@ from typing import Any, Literal, Protocol, TypedDict, Unpack, runtime_checkable
 
 from episodex._common.errors import ValidationError
 from episodex._common.text import clip
+from episodex._common.validation import require_int, require_text
 from episodex._engines.plan import Filter
 from episodex._tasks.model import TIME_FORMAT, Episode
 
@@ -28,7 +29,6 @@ __all__ = [
     "TaskSearchOptions",
     "TaskStore",
     "TornLine",
-    "check_search_kwargs",
     "describe_store",
     "embedded_text_arg",
     "episode_arg",
@@ -36,6 +36,7 @@ __all__ = [
     "id_arg",
     "metadata_filter",
     "metadata_matches",
+    "search_args",
     "threshold_arg",
 ]
 
@@ -190,13 +191,16 @@ def threshold_arg(value: object) -> float | None:
     return float(value)
 
 
-def check_search_kwargs(kwargs: Mapping[str, Any], allowed: Sequence[str], store: str) -> None:
-    """Raise `ValidationError` for an option `store` does not support."""
-    unknown = sorted(set(kwargs) - set(allowed))
+def search_args(
+    query: object, k: object, options: Mapping[str, Any], allowed: Sequence[str], store: str
+) -> tuple[str, int]:
+    """The checked query and `k` of a `search`; `ValidationError` for an option `store` lacks."""
+    unknown = sorted(set(options) - set(allowed))
     if unknown:
         raise ValidationError(
             f"{store}.search got unknown option(s) {unknown}; it accepts {sorted(allowed)}"
         )
+    return require_text("query", query), require_int("k", k)
 
 
 def metadata_filter(value: object) -> dict[str, str | int | tuple[str, ...]]:
