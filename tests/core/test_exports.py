@@ -32,6 +32,7 @@ EPISODEX = [
     "EmbeddingError",
     "Engine",
     "EngineError",
+    "EngineOptions",
     "EngineUnavailableError",
     "EnvState",
     "Episode",

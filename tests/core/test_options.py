@@ -7,6 +7,7 @@ import typing
 
 import pytest
 from episodex import (
+    EngineOptions,
     Episode,
     EpisodicMemory,
     JSONLTaskStore,
@@ -19,6 +20,7 @@ from episodex import (
     TaskResult,
     TaskSearchOptions,
     ValidationError,
+    open_engine,
 )
 from episodex.cli import main
 
@@ -167,3 +169,28 @@ async def test_lesson_options_are_one_typed_dict(memory: EpisodicMemory) -> None
         await lessons.lessons_block({"url": "/x"}, "state", top_k=0)
     with pytest.raises(TypeError, match="top_kk"):
         await lessons.lessons_block({"url": "/x"}, "state", top_kk=3)  # pyright: ignore[reportCallIssue]
+
+
+def test_engine_options_are_one_typed_dict(embedder) -> None:
+    assert set(EngineOptions.__optional_keys__) == {
+        "url",
+        "location",
+        "api_key",
+        "prefer_grpc",
+        "collection_prefix",
+        "timeout",
+        "client_options",
+    }
+    options: EngineOptions = {"location": ":memory:", "collection_prefix": "t_"}
+    memory = EpisodicMemory(embedder=embedder, **options)
+    store = QdrantTaskStore(embedder=embedder, **options)
+    try:
+        with pytest.raises(TypeError, match="colection_prefix"):
+            EpisodicMemory(engine=memory.engine, colection_prefix="x")  # pyright: ignore[reportCallIssue]
+        with pytest.raises(TypeError, match="colection_prefix"):
+            QdrantTaskStore(engine=memory.engine, colection_prefix="x")  # pyright: ignore[reportCallIssue]
+        with pytest.raises(TypeError, match="colection_prefix"):
+            open_engine(location=":memory:", colection_prefix="x")  # pyright: ignore[reportCallIssue]
+    finally:
+        memory.close()
+        store.close()

@@ -29,7 +29,7 @@ from episodex._embedders.fastembed import (
 )
 from episodex._embedders.openai import OpenAICompatibleEmbedder
 from episodex._engines.base import Engine
-from episodex._engines.factory import open_engine
+from episodex._engines.factory import EngineOptions, open_engine
 from episodex._engines.sparse import Bm25Encoder
 from episodex._episodes.block import format_recall
 from episodex._episodes.memory import EpisodicMemory, SyncEpisodicMemory
@@ -82,6 +82,7 @@ __all__ = [
     "EmbeddingError",
     "Engine",
     "EngineError",
+    "EngineOptions",
     "EngineUnavailableError",
     "EnvState",
     "Episode",

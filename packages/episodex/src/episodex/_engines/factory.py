@@ -3,37 +3,59 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from episodex._common.errors import ConfigurationError
 from episodex._engines.base import Engine
 
-__all__ = ["open_engine"]
+__all__ = ["EngineOptions", "check_engine_options", "open_engine"]
 
 
-def open_engine(
-    *,
-    path: str | None = None,
-    url: str | None = None,
-    location: str | None = None,
-    api_key: str | None = None,
-    prefer_grpc: bool = False,
-    collection_prefix: str = "episodex_",
-    timeout: float | None = None,
-    client_options: Mapping[str, Any] | None = None,
-) -> Engine:
+class EngineOptions(TypedDict, total=False):
+    """Where a memory's engine is and how to reach it (besides the embedded store's `path`).
+
+    The memories and stores that open their own engine take these keywords and pass them on
+    to `open_engine`.
+    """
+
+    url: str | None
+    """A Qdrant server or cluster, e.g. `http://localhost:6333`."""
+
+    location: str | None
+    """`:memory:` for qdrant-client's local mode."""
+
+    api_key: str | None
+    """Qdrant API key (server only)."""
+
+    prefer_grpc: bool
+    """Talk gRPC to the server (default False)."""
+
+    collection_prefix: str
+    """Prefix of server collection names (default `episodex_`)."""
+
+    timeout: float | None
+    """Request timeout in seconds (server only)."""
+
+    client_options: Mapping[str, Any] | None
+    """More keyword arguments for `qdrant_client.QdrantClient`."""
+
+
+def check_engine_options(options: Mapping[str, object], where: str) -> None:
+    """Raise `TypeError`, as Python does for a bad keyword, for a name `EngineOptions` lacks."""
+    unknown = sorted(set(options) - EngineOptions.__optional_keys__)
+    if unknown:
+        raise TypeError(f"{where}() got unexpected keyword argument(s) {unknown}")
+
+
+def open_engine(*, path: str | None = None, **options: Unpack[EngineOptions]) -> Engine:
     """Open the engine chosen by exactly one of `path`, `url` or `location`.
 
     Args:
         path: A folder for the embedded Qdrant Edge store (created if missing).
-        url: A Qdrant server or cluster, e.g. `http://localhost:6333`.
-        location: `:memory:` for qdrant-client's local mode.
-        api_key: Qdrant API key (server only).
-        prefer_grpc: Talk gRPC to the server.
-        collection_prefix: Prefix of server collection names.
-        timeout: Request timeout in seconds (server only).
-        client_options: More keyword arguments for `qdrant_client.QdrantClient`.
+        **options: `EngineOptions`: `url`, `location` and how to reach a server.
     """
+    check_engine_options(options, "open_engine")
+    url, location = options.get("url"), options.get("location")
     chosen = [
         name for name, value in (("path", path), ("url", url), ("location", location)) if value
     ]
@@ -55,9 +77,9 @@ def open_engine(
     return QdrantClientEngine(
         url=url,
         location=location,
-        api_key=api_key,
-        prefer_grpc=prefer_grpc,
-        prefix=collection_prefix,
-        timeout=timeout,
-        options=dict(client_options or {}),
+        api_key=options.get("api_key"),
+        prefer_grpc=options.get("prefer_grpc", False),
+        prefix=options.get("collection_prefix", "episodex_"),
+        timeout=options.get("timeout"),
+        options=dict(options.get("client_options") or {}),
     )

@@ -14,7 +14,7 @@ from episodex._common.tokens import DEFAULT_ENCODING, TokenCounter
 from episodex._embedders.base import Embedder
 from episodex._embedders.resolve import resolve_embedder
 from episodex._engines.base import Engine
-from episodex._engines.factory import open_engine
+from episodex._engines.factory import EngineOptions, check_engine_options, open_engine
 from episodex._engines.sparse import Bm25Encoder
 from episodex._episodes.block import format_recall
 from episodex._episodes.model import ConversationEpisode
@@ -72,46 +72,31 @@ class EpisodicMemory:
 
     Args:
         path: Folder of the embedded Qdrant Edge store (created if missing).
-        url: URL of a Qdrant server or cluster.
-        location: `:memory:` for qdrant-client's local mode.
-        api_key: Qdrant API key (server).
-        prefer_grpc: Talk gRPC to the server.
-        collection_prefix: Prefix of the server's collection names.
-        timeout: Server request timeout in seconds.
         embedder: None for the bundled all-MiniLM-L6-v2 (offline), a fastembed model name, or
             any `Embedder`.
         engine: An engine you opened yourself, instead of path/url/location.
         bm25: The sparse encoder (BM25 parameters).
+        **options: `EngineOptions`: `url` of a Qdrant server or cluster, `location=":memory:"`
+            for qdrant-client's local mode, `api_key`, `prefer_grpc`, `collection_prefix`,
+            `timeout`, `client_options`.
     """
 
     def __init__(
         self,
         path: str | Path | None = None,
         *,
-        url: str | None = None,
-        location: str | None = None,
-        api_key: str | None = None,
-        prefer_grpc: bool = False,
-        collection_prefix: str = "episodex_",
-        timeout: float | None = None,
         embedder: Embedder | str | None = None,
         engine: Engine | None = None,
         bm25: Bm25Encoder | None = None,
+        **options: Unpack[EngineOptions],
     ) -> None:
+        check_engine_options(options, "EpisodicMemory")
         self.embedder: Embedder = resolve_embedder(embedder)
         if engine is None:
-            engine = open_engine(
-                path=str(path) if path is not None else None,
-                url=url,
-                location=location,
-                api_key=api_key,
-                prefer_grpc=prefer_grpc,
-                collection_prefix=collection_prefix,
-                timeout=timeout,
-            )
+            engine = open_engine(path=str(path) if path is not None else None, **options)
             self._owns_engine = True
         else:
-            if path is not None or url or location:
+            if path is not None or options.get("url") or options.get("location"):
                 raise ConfigurationError("give engine= or one of path/url/location, not both")
             self._owns_engine = False
         self.engine: Engine = engine

@@ -19,7 +19,7 @@ from episodex._common.validation import require_int, require_weight
 from episodex._embedders.base import Embedder
 from episodex._engines.base import Engine
 from episodex._engines.collection import open_collection
-from episodex._engines.factory import open_engine
+from episodex._engines.factory import EngineOptions, check_engine_options, open_engine
 from episodex._engines.plan import (
     CollectionSpec,
     Condition,
@@ -78,15 +78,14 @@ class QdrantTaskStore:
 
     Args:
         path: Folder of an embedded Qdrant Edge store.
-        url: A Qdrant server.
-        location: `:memory:` for qdrant-client's local mode.
-        api_key: Qdrant API key (server).
         engine: An engine opened elsewhere (not closed by this store).
         memory: An `EpisodicMemory` (or any `EngineHost`) whose engine and embedder to share.
         embedder: The dense embedder (default: the memory's, else the bundled model).
         collection: The collection name.
         bm25: The BM25 tokenizer and parameters.
         stage1_limit: How many candidates each stream hands to fusion.
+        **options: `EngineOptions`: `url` of a Qdrant server, `location=":memory:"` for
+            qdrant-client's local mode, `api_key` and the other ways to reach a server.
     """
 
     SEARCH_OPTIONS = SEARCH_OPTION_NAMES
@@ -95,17 +94,18 @@ class QdrantTaskStore:
         self,
         path: str | os.PathLike[str] | None = None,
         *,
-        url: str | None = None,
-        location: str | None = None,
-        api_key: str | None = None,
         engine: Engine | None = None,
         memory: EngineHost[Engine, Embedder] | None = None,
         embedder: Embedder | str | None = None,
         collection: str = COLLECTION,
         bm25: Bm25Encoder | None = None,
         stage1_limit: int = 100,
+        **options: Unpack[EngineOptions],
     ) -> None:
         from episodex._embedders.resolve import resolve_embedder
+
+        check_engine_options(options, "QdrantTaskStore")
+        url, location = options.get("url"), options.get("location")
 
         sources = [
             name
@@ -131,12 +131,7 @@ class QdrantTaskStore:
         self.embedder: Embedder = resolve_embedder(embedder)
         self._owns_engine = engine is None
         if engine is None:
-            engine = open_engine(
-                path=os.fspath(path) if path is not None else None,
-                url=url,
-                location=location,
-                api_key=api_key,
-            )
+            engine = open_engine(path=os.fspath(path) if path is not None else None, **options)
         self.engine: Engine = engine
         self.collection = collection
         self.bm25 = bm25 or Bm25Encoder()
