@@ -5,16 +5,15 @@ then graded by a `Grader`. On the next attempt (rep) of the same session, the gr
 whose page looks like the current one come back as REPEAT (worked) and AVOID (failed) lessons.
 
 Every read and write is confined to one user, one agent and one session: each filter starts
-from `_scope`, which needs all three.
+from `lesson_scope` (`store.py`), which needs all three.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Unpack
 
@@ -25,18 +24,17 @@ from episodex._common.validation import require_int, require_weight
 from episodex._embedders.base import Embedder
 from episodex._embedders.resolve import resolve_embedder
 from episodex._engines.base import Engine
-from episodex._engines.collection import foreign_claims, open_collection, tenant_filter
-from episodex._engines.plan import CollectionSpec, Filter, Match, MatchAny, Point, Range
+from episodex._engines.plan import Match, MatchAny, Range
 from episodex._lessons.block import format_lessons
 from episodex._lessons.graders import Grader
 from episodex._lessons.model import (
-    LESSONS_SCHEMA_VERSION,
     EnvState,
     GradingResult,
     RetrievedLesson,
     StepMemory,
 )
 from episodex._lessons.ranking import LessonOptions, check_unit, rank_lessons
+from episodex._lessons.store import COLLECTION, LessonStore, lesson_scope
 
 __all__ = [
     "Attempt",
@@ -45,15 +43,7 @@ __all__ = [
     "rank_lessons",
 ]
 
-COLLECTION = "step_lessons"
 _log = logging.getLogger("episodex.lessons")
-
-
-def _scope(user_id: object, agent_id: object, session_id: object) -> Filter:
-    """The filter every lesson operation starts from: this user, agent AND session."""
-    if not isinstance(session_id, str) or not session_id.strip():
-        raise ValidationError(f"session_id must be a non-empty string, got {session_id!r}")
-    return tenant_filter(user_id, agent_id).and_(Match("session_id", session_id))
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,120 +67,6 @@ class Attempt:
     rep: int
     task: str | None
     resumed: bool
-
-
-class _LessonStore:
-    """Step memories in one collection of an engine (synchronous, thread-safe)."""
-
-    def __init__(self, engine: Engine, embedder: Embedder, collection: str) -> None:
-        self.engine = engine
-        self.embedder = embedder
-        self.collection = collection
-        spec = CollectionSpec(
-            name=collection,
-            dense={"state": embedder.dimension},
-            tenant_key="user_id",
-            keywords=("agent_id", "session_id", "run_id", "outcome", "step_id"),
-            integers=("rep", "step_num"),
-            floats=("created_at_ts",),
-        )
-        open_collection(
-            engine,
-            spec,
-            embedder_id=embedder.model_id,
-            kind="step_lessons",
-            schema=LESSONS_SCHEMA_VERSION,
-            where=f"the step-lesson collection {collection!r}",
-        )
-        self._write_lock = threading.Lock()
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        if not texts:
-            return []
-        return [row.tolist() for row in self.embedder.embed_documents(list(texts))]
-
-    def with_embeddings(self, memories: Sequence[StepMemory]) -> list[StepMemory]:
-        missing = [m for m in memories if m.internal_state_embedding is None]
-        vectors = iter(self.embed([m.internal_state for m in missing]))
-        out: list[StepMemory] = []
-        for memory in memories:
-            if memory.internal_state_embedding is None:
-                memory = memory.replace(internal_state_embedding=next(vectors))
-            elif len(memory.internal_state_embedding) != self.embedder.dimension:
-                raise ValidationError(
-                    f"step {memory.step_id!r} has an internal_state_embedding of length "
-                    f"{len(memory.internal_state_embedding)}, but this store's embedder makes "
-                    f"{self.embedder.dimension}; clear it (None) to re-embed"
-                )
-            out.append(memory)
-        return out
-
-    def write(self, memories: Sequence[StepMemory]) -> list[StepMemory]:
-        embedded = self.with_embeddings(memories)
-        with self._write_lock:
-            # A step id of another user, agent or session must never be overwritten (and moved).
-            foreign = foreign_claims(
-                self.engine,
-                self.collection,
-                [(m.id, (m.user_id, m.agent_id, m.session_id)) for m in embedded],
-                ("user_id", "agent_id", "session_id"),
-            )
-            if foreign:
-                position, why = min(foreign.items())
-                raise ValidationError(f"memory {position}: {why}")
-            return self._upsert(embedded)
-
-    def _upsert(self, embedded: list[StepMemory]) -> list[StepMemory]:
-        points: list[Point] = []
-        for m in embedded:
-            payload = m.model_dump(mode="json", exclude={"id"})
-            payload["created_at_ts"] = m.created_at.timestamp()
-            payload["schema"] = LESSONS_SCHEMA_VERSION
-            # The state embedding is the point's vector and also kept in the payload, so a
-            # loaded or exported step carries it and re-ranking needs no second round trip.
-            points.append(
-                Point(
-                    id=m.id,
-                    dense={"state": payload["internal_state_embedding"]},
-                    sparse={},
-                    payload=payload,
-                )
-            )
-        self.engine.upsert(self.collection, points)
-        return embedded
-
-    def scan(
-        self, flt: Filter, fields: bool | Sequence[str] = True
-    ) -> list[tuple[str, dict[str, Any]]]:
-        rows: list[tuple[str, dict[str, Any]]] = []
-        offset: str | None = None
-        while True:
-            hits, offset = self.engine.scroll(
-                self.collection, flt, limit=256, with_payload=fields, offset=offset
-            )
-            rows.extend((h.id, h.payload) for h in hits)
-            if offset is None:
-                return rows
-
-    def load(self, flt: Filter) -> list[StepMemory]:
-        memories = [_from_payload(pid, payload) for pid, payload in self.scan(flt)]
-        memories.sort(key=lambda m: (m.rep, m.step_num, m.created_at))
-        return memories
-
-    def count(self, flt: Filter) -> int:
-        return self.engine.count(self.collection, flt)
-
-    def delete(self, flt: Filter) -> int:
-        n = self.engine.count(self.collection, flt)
-        if n:
-            self.engine.delete(self.collection, flt)
-        return n
-
-
-def _from_payload(point_id: str, payload: Mapping[str, Any]) -> StepMemory:
-    data = {k: v for k, v in payload.items() if k not in ("created_at_ts", "schema")}
-    data["id"] = point_id
-    return StepMemory.parse(data, where=f"stored step {point_id}: ")
 
 
 class StepLessonMemory:
@@ -271,7 +147,7 @@ class StepLessonMemory:
             "state_weight": require_weight("state_weight", state_weight),
             "final_k": require_int("final_k", final_k, minimum=0),
         }
-        self._store = _LessonStore(engine, self.embedder, collection)
+        self._store = LessonStore(engine, self.embedder, collection)
         self._episode: Attempt | None = None
         self._steps: dict[str, StepMemory] = {}
 
@@ -319,7 +195,7 @@ class StepLessonMemory:
         the `run_id` of a stored attempt, that attempt is resumed: its steps are loaded and
         new steps continue its numbering.
         """
-        scope = _scope(user_id, agent_id, session_id)
+        scope = lesson_scope(user_id, agent_id, session_id)
         if task is not None and not isinstance(task, str):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ValidationError(f"task must be a string, got {task!r}")
         if run_id is not None and (not isinstance(run_id, str) or not run_id.strip()):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -451,7 +327,7 @@ class StepLessonMemory:
         if current:
             steps = self.steps
         else:
-            scope = _scope(episode.user_id, episode.agent_id, episode.session_id)
+            scope = lesson_scope(episode.user_id, episode.agent_id, episode.session_id)
             steps = await asyncio.to_thread(
                 self._store.load, scope.and_(Match("run_id", run_id or ""))
             )
@@ -550,7 +426,7 @@ class StepLessonMemory:
         if episode.rep <= 1:
             return []
         flt = (
-            _scope(episode.user_id, episode.agent_id, episode.session_id)
+            lesson_scope(episode.user_id, episode.agent_id, episode.session_id)
             .and_(MatchAny("outcome", ("success", "failure")), Range("rep", lt=episode.rep))
             .and_not(Match("run_id", episode.run_id))
         )
@@ -592,7 +468,9 @@ class StepLessonMemory:
         session_id = (
             session_id if session_id is not None else (episode.session_id if episode else None)
         )
-        return await asyncio.to_thread(self._store.load, _scope(user_id, agent_id, session_id))
+        return await asyncio.to_thread(
+            self._store.load, lesson_scope(user_id, agent_id, session_id)
+        )
 
     async def store_memories(self, memories: Iterable[StepMemory | Mapping[str, Any]]) -> list[str]:
         """Store step memories as they are (an import); missing embeddings are computed."""
@@ -604,12 +482,14 @@ class StepLessonMemory:
 
     async def forget_session(self, session_id: str, *, user_id: str, agent_id: str) -> int:
         """Delete every stored step of one session of this user and agent; returns how many."""
-        flt = _scope(user_id, agent_id, session_id)
+        flt = lesson_scope(user_id, agent_id, session_id)
         return await asyncio.to_thread(self._store.delete, flt)
 
     async def count(self, session_id: str, *, user_id: str, agent_id: str) -> int:
         """Number of stored steps of one session of this user and agent."""
-        return await asyncio.to_thread(self._store.count, _scope(user_id, agent_id, session_id))
+        return await asyncio.to_thread(
+            self._store.count, lesson_scope(user_id, agent_id, session_id)
+        )
 
 
 class SyncStepLessonMemory(SyncTwin):

@@ -1,0 +1,139 @@
+"""Where step lessons live: one collection of an engine, confined to user, agent and session."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from episodex._common.errors import ValidationError
+from episodex._embedders.base import Embedder
+from episodex._engines.base import Engine
+from episodex._engines.collection import foreign_claims, open_collection, tenant_filter
+from episodex._engines.plan import CollectionSpec, Filter, Match, Point
+from episodex._lessons.model import LESSONS_SCHEMA_VERSION, StepMemory
+
+__all__ = ["COLLECTION", "LessonStore", "lesson_scope"]
+
+COLLECTION = "step_lessons"
+
+
+def lesson_scope(user_id: object, agent_id: object, session_id: object) -> Filter:
+    """The filter every lesson operation starts from: this user, agent AND session."""
+    if not isinstance(session_id, str) or not session_id.strip():
+        raise ValidationError(f"session_id must be a non-empty string, got {session_id!r}")
+    return tenant_filter(user_id, agent_id).and_(Match("session_id", session_id))
+
+
+class LessonStore:
+    """Step memories in one collection of an engine (synchronous, thread-safe)."""
+
+    def __init__(self, engine: Engine, embedder: Embedder, collection: str) -> None:
+        self.engine = engine
+        self.embedder = embedder
+        self.collection = collection
+        spec = CollectionSpec(
+            name=collection,
+            dense={"state": embedder.dimension},
+            tenant_key="user_id",
+            keywords=("agent_id", "session_id", "run_id", "outcome", "step_id"),
+            integers=("rep", "step_num"),
+            floats=("created_at_ts",),
+        )
+        open_collection(
+            engine,
+            spec,
+            embedder_id=embedder.model_id,
+            kind="step_lessons",
+            schema=LESSONS_SCHEMA_VERSION,
+            where=f"the step-lesson collection {collection!r}",
+        )
+        self._write_lock = threading.Lock()
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        return [row.tolist() for row in self.embedder.embed_documents(list(texts))]
+
+    def with_embeddings(self, memories: Sequence[StepMemory]) -> list[StepMemory]:
+        missing = [m for m in memories if m.internal_state_embedding is None]
+        vectors = iter(self.embed([m.internal_state for m in missing]))
+        out: list[StepMemory] = []
+        for memory in memories:
+            if memory.internal_state_embedding is None:
+                memory = memory.replace(internal_state_embedding=next(vectors))
+            elif len(memory.internal_state_embedding) != self.embedder.dimension:
+                raise ValidationError(
+                    f"step {memory.step_id!r} has an internal_state_embedding of length "
+                    f"{len(memory.internal_state_embedding)}, but this store's embedder makes "
+                    f"{self.embedder.dimension}; clear it (None) to re-embed"
+                )
+            out.append(memory)
+        return out
+
+    def write(self, memories: Sequence[StepMemory]) -> list[StepMemory]:
+        embedded = self.with_embeddings(memories)
+        with self._write_lock:
+            # A step id of another user, agent or session must never be overwritten (and moved).
+            foreign = foreign_claims(
+                self.engine,
+                self.collection,
+                [(m.id, (m.user_id, m.agent_id, m.session_id)) for m in embedded],
+                ("user_id", "agent_id", "session_id"),
+            )
+            if foreign:
+                position, why = min(foreign.items())
+                raise ValidationError(f"memory {position}: {why}")
+            return self._upsert(embedded)
+
+    def _upsert(self, embedded: list[StepMemory]) -> list[StepMemory]:
+        points: list[Point] = []
+        for m in embedded:
+            payload = m.model_dump(mode="json", exclude={"id"})
+            payload["created_at_ts"] = m.created_at.timestamp()
+            payload["schema"] = LESSONS_SCHEMA_VERSION
+            # The state embedding is the point's vector and also kept in the payload, so a
+            # loaded or exported step carries it and re-ranking needs no second round trip.
+            points.append(
+                Point(
+                    id=m.id,
+                    dense={"state": payload["internal_state_embedding"]},
+                    sparse={},
+                    payload=payload,
+                )
+            )
+        self.engine.upsert(self.collection, points)
+        return embedded
+
+    def scan(
+        self, flt: Filter, fields: bool | Sequence[str] = True
+    ) -> list[tuple[str, dict[str, Any]]]:
+        rows: list[tuple[str, dict[str, Any]]] = []
+        offset: str | None = None
+        while True:
+            hits, offset = self.engine.scroll(
+                self.collection, flt, limit=256, with_payload=fields, offset=offset
+            )
+            rows.extend((h.id, h.payload) for h in hits)
+            if offset is None:
+                return rows
+
+    def load(self, flt: Filter) -> list[StepMemory]:
+        memories = [_from_payload(pid, payload) for pid, payload in self.scan(flt)]
+        memories.sort(key=lambda m: (m.rep, m.step_num, m.created_at))
+        return memories
+
+    def count(self, flt: Filter) -> int:
+        return self.engine.count(self.collection, flt)
+
+    def delete(self, flt: Filter) -> int:
+        n = self.engine.count(self.collection, flt)
+        if n:
+            self.engine.delete(self.collection, flt)
+        return n
+
+
+def _from_payload(point_id: str, payload: Mapping[str, Any]) -> StepMemory:
+    data = {k: v for k, v in payload.items() if k not in ("created_at_ts", "schema")}
+    data["id"] = point_id
+    return StepMemory.parse(data, where=f"stored step {point_id}: ")
