@@ -153,3 +153,12 @@ def test_a_twin_forwards_every_public_attribute(embedder) -> None:
             assert lessons.episode is inner.episode and lessons.episode is not None
         finally:
             lessons.close()
+
+
+def test_the_twin_constructor_takes_every_memory_argument() -> None:
+    memory = inspect.signature(EpisodicMemory.__init__).parameters
+    twin = inspect.signature(SyncEpisodicMemory.__init__).parameters
+    for name, parameter in memory.items():
+        assert name in twin, f"SyncEpisodicMemory() lacks {name}"
+        assert twin[name].kind == parameter.kind and twin[name].default == parameter.default
+        assert twin[name].annotation == parameter.annotation, name

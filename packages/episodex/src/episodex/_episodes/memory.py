@@ -210,6 +210,9 @@ class EpisodicMemory:
 class SyncEpisodicMemory(SyncTwin):
     """The synchronous twin of `EpisodicMemory`: same constructor, same methods, no `await`.
 
+    Give `memory=` to wrap an `EpisodicMemory` you opened (it stays yours to close); otherwise
+    the twin opens one from the same arguments as `EpisodicMemory` and closes it on `close`.
+
     Safe to call from several threads at once. Each call runs the async method on a private
     event loop, so this also works where a loop is already running (a notebook, a web server).
 
@@ -226,11 +229,20 @@ class SyncEpisodicMemory(SyncTwin):
     """
 
     def __init__(
-        self, path: str | Path | None = None, *, memory: EpisodicMemory | None = None, **kwargs: Any
+        self,
+        path: str | Path | None = None,
+        *,
+        memory: EpisodicMemory | None = None,
+        embedder: Embedder | str | None = None,
+        engine: Engine | None = None,
+        bm25: Bm25Encoder | None = None,
+        **options: Unpack[EngineOptions],
     ) -> None:
         self._owns_memory = memory is None
-        self.memory = memory if memory is not None else EpisodicMemory(path, **kwargs)
-        super().__init__(self.memory)
+        if memory is None:
+            memory = EpisodicMemory(path, embedder=embedder, engine=engine, bm25=bm25, **options)
+        self.memory = memory
+        super().__init__(memory)
 
     # Every coroutine method of EpisodicMemory, blocking (tests/core/test_sync_twins.py).
     memorize = blocking(EpisodicMemory.memorize)
