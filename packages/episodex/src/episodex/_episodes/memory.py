@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -154,7 +153,7 @@ class EpisodicMemory:
                 "point_id": point_id,
             }
         )
-        ids = await asyncio.to_thread(self.store.memorize_many, [episode])
+        ids = await self.memorize_many([episode])
         return ids[0]
 
     memorize_many = threaded(EpisodeStore.memorize_many, via="store")
