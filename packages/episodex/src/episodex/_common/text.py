@@ -10,10 +10,12 @@ __all__ = ["bad_lines_summary", "clip"]
 def clip(text: str, limit: int, *, ellipsis: str = "…") -> str:
     """`text` on one line (whitespace runs become one space), cut to `limit` characters.
 
-    A cut text ends with `ellipsis`, counted in the limit.
+    A cut text ends with `ellipsis`, counted in the limit, after the cut's trailing spaces.
     """
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[: max(0, limit - len(ellipsis))] + ellipsis
+    if len(text) <= limit:
+        return text
+    return text[: max(0, limit - len(ellipsis))].rstrip() + ellipsis
 
 
 def bad_lines_summary(bad: Sequence[tuple[int, str]], *, what: str = "line", shown: int = 5) -> str:

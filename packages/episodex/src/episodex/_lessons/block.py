@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterable
 
 from episodex._common.errors import ValidationError
+from episodex._common.text import clip
 from episodex._lessons.model import RetrievedLesson, StepMemory, action_parts
 
 __all__ = ["LESSONS_HEADER", "format_lessons", "sanitize_lesson_text"]
@@ -48,10 +49,7 @@ def sanitize_lesson_text(text: str, *, max_chars: int = 300) -> str:
         if segment.strip():
             parts.append(segment)
     flat = " ".join(" ".join(parts).split())
-    flat = _MARKERS.sub(lambda m: m.group(1).lower(), flat)
-    if len(flat) > max_chars:
-        flat = flat[: max(0, max_chars - 1)].rstrip() + "…"
-    return flat
+    return clip(_MARKERS.sub(lambda m: m.group(1).lower(), flat), max_chars)
 
 
 def _describe_action(memory: StepMemory, max_chars: int) -> str:

@@ -19,6 +19,7 @@ from typing import Any
 from episodex._common.budget import require_budget
 from episodex._common.errors import ConfigurationError, ValidationError
 from episodex._common.llm import LLMCallable
+from episodex._common.text import clip
 from episodex._common.tokens import DEFAULT_ENCODING, TokenCounter, token_counter
 from episodex._common.validation import require_int, require_weight
 from episodex._tasks.block import Fields, fit_block, render_episodes
@@ -431,10 +432,7 @@ class ReflectiveMemory(_StoreMemory):
         answer = await asyncio.wait_for(self.llm(prompt), self.timeout)
         if not isinstance(answer, str) or not answer.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ValueError(f"the LLM answered {answer!r}, not a sentence")
-        lesson = " ".join(answer.split())
-        if len(lesson) > self.max_reflection_chars:
-            lesson = lesson[: self.max_reflection_chars - 3].rstrip() + "..."
-        return lesson
+        return clip(answer, self.max_reflection_chars, ellipsis="...")
 
     async def record(self, episode: Episode) -> Episode:
         """Reflect on the episode, then write a copy carrying the lesson; returns that copy."""
