@@ -35,6 +35,7 @@ from episodex._episodes.block import format_recall
 from episodex._episodes.memory import EpisodicMemory, SyncEpisodicMemory
 from episodex._episodes.model import ConversationEpisode
 from episodex._episodes.options import RecallOptions
+from episodex._episodes.recorder import EpisodeRecorder, RecorderStats
 from episodex._episodes.store import EpisodeStore
 from episodex._episodes.transfer import ImportReport
 from episodex._lessons.block import format_lessons
@@ -87,6 +88,7 @@ __all__ = [
     "EnvState",
     "Episode",
     "EpisodeNotFoundError",
+    "EpisodeRecorder",
     "EpisodeStore",
     "EpisodexError",
     "EpisodicMemory",
@@ -109,6 +111,7 @@ __all__ = [
     "QdrantTaskStore",
     "RecallOptions",
     "RecencyMemory",
+    "RecorderStats",
     "ReflectiveMemory",
     "RetrievedLesson",
     "SearchMode",

@@ -45,6 +45,14 @@ class RecallOptions(TypedDict, total=False):
     Each stream adds `1 / (rank / weight + rrf_k - 1)` to the score of every hit it found.
     """
 
+    seen_until: int
+    """Messages of the current conversation before this index are already in the model's
+    context (e.g. a checkpointed thread's history): same-conversation episodes that end
+    before it are left out, so nothing is shown twice (default: none left out).
+
+    Message indexes are those the episodes were stored with (`start_index`, `end_index`).
+    """
+
     with_stream_ranks: bool
     """Add `streams` (each stream's rank and score) to every item (default True).
 

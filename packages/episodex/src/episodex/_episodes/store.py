@@ -22,7 +22,17 @@ from episodex._engines.collection import (
     open_collection,
     tenant_filter,
 )
-from episodex._engines.plan import CollectionSpec, Filter, Fused, HasId, Hit, Match, Point, Stream
+from episodex._engines.plan import (
+    CollectionSpec,
+    Filter,
+    Fused,
+    HasId,
+    Hit,
+    Match,
+    Point,
+    Range,
+    Stream,
+)
 from episodex._engines.sparse import Bm25Encoder
 from episodex._episodes import stats as stats_
 from episodex._episodes import transfer
@@ -195,14 +205,14 @@ class EpisodeStore:
             )
         result: RecallResult = {"same_conversation": [], "previous_conversations": []}
         sides: list[tuple[str, Filter, int]] = []
+        seen_until = options.get("seen_until")
+        if seen_until is not None:
+            seen_until = require_int("seen_until", seen_until)
         if conversation_id is not None and same_limit > 0:
-            sides.append(
-                (
-                    "same_conversation",
-                    base.and_(Match("conversation_id", conversation_id)),
-                    same_limit,
-                )
-            )
+            same = base.and_(Match("conversation_id", conversation_id))
+            if seen_until:
+                same = same.and_(Range("end_index", gte=seen_until))
+            sides.append(("same_conversation", same, same_limit))
         if prev_limit > 0:
             prev = (
                 base.and_not(Match("conversation_id", conversation_id)) if conversation_id else base

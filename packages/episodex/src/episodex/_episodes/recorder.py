@@ -1,0 +1,310 @@
+"""`EpisodeRecorder`: writes episodes for a framework adapter so a failure never costs the answer.
+
+An adapter records an exchange after the model has answered. If the store fails then (a
+server restart, a full disk, a lock held by another process), raising would throw away an
+answer the user already paid for, and dropping the episode would lose the turn. The recorder
+does neither: the episode is validated at once (a bad episode is a bug, logged and counted,
+never retried), given its point id and timestamps, and kept in a bounded queue that is written
+before the next episode and on `flush()`. Because the id is fixed before the first try, a
+retry after a write that failed late (the point was stored, the answer was lost) replaces that
+point instead of storing the exchange twice.
+
+With `spill_path`, episodes beyond `max_pending` go to a JSONL file (each line fsync'ed) and
+come back on the next flush, so a long outage loses nothing; without it the oldest pending
+episode is dropped, counted and logged. With `deferred=True`, `record` only queues and a
+background thread writes, so a request never waits for embedding; `flush()` drains it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import threading
+import uuid
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from episodex._common.errors import ConfigurationError, ValidationError
+from episodex._common.validation import require_int
+from episodex._episodes.model import ConversationEpisode
+
+if TYPE_CHECKING:
+    from episodex._episodes.memory import EpisodicMemory
+
+__all__ = ["EpisodeRecorder", "RecorderStats"]
+
+logger = logging.getLogger("episodex.recorder")
+
+
+@dataclass(frozen=True, slots=True)
+class RecorderStats:
+    """What an `EpisodeRecorder` has done since it was made: its health at a glance."""
+
+    recorded: int
+    """Episodes stored."""
+    pending: int
+    """Episodes waiting to be written (in memory and in the spill file)."""
+    spilled: int
+    """Of `pending`, how many wait in the spill file."""
+    write_failures: int
+    """Write attempts that failed (each leaves its episodes pending)."""
+    rejected: int
+    """Episodes refused as invalid (logged; never retried)."""
+    dropped: int
+    """Pending episodes dropped because the queue was full and there is no spill file."""
+    recall_failures: int
+    """Recalls that failed and were skipped by an adapter (`note_recall_failure`)."""
+    last_error: str | None
+    """The last write or recall error, as `Type: message`."""
+
+
+class EpisodeRecorder:
+    """Records episodes without ever raising: failed writes are queued and retried.
+
+    Example:
+        ```python
+        import asyncio
+        from episodex import EpisodeRecorder, EpisodicMemory
+
+        async def main():
+            async with EpisodicMemory(location=":memory:") as memory:
+                recorder = EpisodeRecorder(memory)
+                await recorder.record(short_summary="Asked for a refund",
+                                      long_summary="User: refund? Assistant: done.",
+                                      user_id="u1", agent_id="support", conversation_id="c1")
+                await recorder.flush()
+                assert recorder.stats().recorded == 1
+
+        asyncio.run(main())
+        ```
+
+    Args:
+        memory: The memory to write to.
+        max_pending: Most episodes kept in memory while the store fails.
+        spill_path: A JSONL file for episodes beyond `max_pending`; None drops the oldest.
+        deferred: Write in a background thread; `record` returns at once.
+    """
+
+    def __init__(
+        self,
+        memory: EpisodicMemory,
+        *,
+        max_pending: int = 1000,
+        spill_path: str | os.PathLike[str] | None = None,
+        deferred: bool = False,
+    ) -> None:
+        self.memory = memory
+        self.max_pending = require_int(
+            "max_pending", max_pending, minimum=1, error=ConfigurationError
+        )
+        self.spill_path = Path(spill_path) if spill_path is not None else None
+        self.deferred = bool(deferred)
+        self._pending: deque[ConversationEpisode] = deque()
+        self._lock = threading.Lock()  # guards the queue, the spill file and the counters
+        self._write_lock = threading.Lock()  # one writer at a time keeps the order
+        self._counts = {"recorded": 0, "write_failures": 0, "rejected": 0, "dropped": 0}
+        self._recall_failures = 0
+        self._last_error: str | None = None
+        self._wake = threading.Event()
+        self._idle = threading.Event()
+        self._idle.set()
+        self._closed = False
+        self._worker: threading.Thread | None = None
+        if self.deferred:
+            self._worker = threading.Thread(
+                target=self._run_worker, name="episodex-recorder", daemon=True
+            )
+            self._worker.start()
+
+    # -- recording -----------------------------------------------------------------------
+
+    async def record(self, **episode: Any) -> str | None:
+        """Queue one episode and write everything pending; never raises for store failures.
+
+        Takes the keyword arguments of `EpisodicMemory.memorize`. Returns the point id once
+        the episode is stored, or None while it waits (deferred, or the store failed) or when
+        it was rejected as invalid.
+        """
+        parsed = self._prepare(episode)
+        if parsed is None:
+            return None
+        self._enqueue(parsed)
+        if self.deferred:
+            self._idle.clear()
+            self._wake.set()
+            return None
+        stored = await self._write_pending()
+        return parsed.point_id if stored and parsed.point_id in stored else None
+
+    def note_recall_failure(self, exc: BaseException) -> None:
+        """Count a recall an adapter skipped because it failed (and remember the error)."""
+        with self._lock:
+            self._recall_failures += 1
+            self._last_error = f"{type(exc).__name__}: {exc}"
+
+    async def flush(self) -> int:
+        """Write everything pending now, waiting for the background writer.
+
+        Returns how many episodes are still pending because the store is still failing.
+        """
+        if self.deferred:
+            self._wake.set()
+            await asyncio.to_thread(self._idle.wait)
+        await self._write_pending()
+        return self.stats().pending
+
+    def stats(self) -> RecorderStats:
+        """Counters and the queue's size: the recorder's health."""
+        with self._lock:
+            spilled = self._spilled_count()
+            return RecorderStats(
+                recorded=self._counts["recorded"],
+                pending=len(self._pending) + spilled,
+                spilled=spilled,
+                write_failures=self._counts["write_failures"],
+                rejected=self._counts["rejected"],
+                dropped=self._counts["dropped"],
+                recall_failures=self._recall_failures,
+                last_error=self._last_error,
+            )
+
+    async def aclose(self) -> int:
+        """Flush, stop the background writer; returns how many episodes are still pending."""
+        left = await self.flush()
+        self._closed = True
+        self._wake.set()
+        if self._worker is not None:
+            await asyncio.to_thread(self._worker.join, 5.0)
+        return left
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _prepare(self, episode: Mapping[str, Any]) -> ConversationEpisode | None:
+        now = datetime.now(UTC)
+        data = dict(episode)
+        # Fixed before the first try: a retry replaces instead of duplicating, and the episode
+        # keeps the time it happened, not the time the store came back.
+        data.setdefault("point_id", str(uuid.uuid4()))
+        if data.get("timestamp_begin") is None:
+            data["timestamp_begin"] = now
+        if data.get("timestamp_end") is None:
+            data["timestamp_end"] = data["timestamp_begin"]
+        try:
+            return ConversationEpisode.parse(data)
+        except ValidationError as exc:
+            logger.error("episode rejected, not recorded: %s", exc)
+            with self._lock:
+                self._counts["rejected"] += 1
+                self._last_error = f"{type(exc).__name__}: {exc}"
+            return None
+
+    def _enqueue(self, episode: ConversationEpisode) -> None:
+        with self._lock:
+            self._pending.append(episode)
+            while len(self._pending) > self.max_pending:
+                oldest = self._pending.popleft()
+                if self.spill_path is not None and self._spill(oldest):
+                    continue
+                self._counts["dropped"] += 1
+                logger.error(
+                    "episode %s dropped: %d episodes are pending and there is no spill file",
+                    oldest.point_id,
+                    self.max_pending,
+                )
+
+    def _spill(self, episode: ConversationEpisode) -> bool:
+        assert self.spill_path is not None
+        try:
+            self.spill_path.parent.mkdir(parents=True, exist_ok=True)
+            with self.spill_path.open("a", encoding="utf-8") as fh:
+                fh.write(json.dumps(episode.model_dump(mode="json"), ensure_ascii=True) + "\n")
+                fh.flush()
+                os.fsync(fh.fileno())
+            return True
+        except OSError as exc:
+            logger.error("could not spill episode %s: %s", episode.point_id, exc)
+            return False
+
+    def _spilled_count(self) -> int:
+        if self.spill_path is None or not self.spill_path.exists():
+            return 0
+        with self.spill_path.open("rb") as fh:
+            return sum(1 for line in fh if line.strip())
+
+    def _take_spilled(self) -> list[ConversationEpisode]:
+        if self.spill_path is None or not self.spill_path.exists():
+            return []
+        episodes: list[ConversationEpisode] = []
+        with self.spill_path.open(encoding="utf-8") as fh:
+            for number, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    episodes.append(ConversationEpisode.parse(json.loads(line)))
+                except (ValueError, ValidationError) as exc:
+                    # A line torn by a crash mid-append: the rest must still come back.
+                    logger.error("spill file line %d unreadable, skipped: %s", number, exc)
+        return episodes
+
+    async def _write_pending(self) -> set[str]:
+        return await asyncio.to_thread(self._write_pending_blocking)
+
+    def _write_pending_blocking(self) -> set[str]:
+        with self._write_lock:
+            with self._lock:
+                batch = [*self._take_spilled(), *self._pending]
+            if not batch:
+                return set()
+            try:
+                self.memory.store.memorize_many(batch)
+            except Exception as exc:  # the store failed: keep everything for the next try
+                with self._lock:
+                    self._counts["write_failures"] += 1
+                    self._last_error = f"{type(exc).__name__}: {exc}"
+                logger.warning(
+                    "recording %d episode(s) failed; kept for retry: %s", len(batch), exc
+                )
+                return set()
+            written: set[str] = {ep.point_id for ep in batch if ep.point_id is not None}
+            with self._lock:
+                self._counts["recorded"] += len(batch)
+                # By id, not by position: episodes queued or spilled meanwhile stay.
+                self._pending = deque(ep for ep in self._pending if ep.point_id not in written)
+                self._forget_spilled(written)
+            return written
+
+    def _forget_spilled(self, written: set[str]) -> None:
+        if self.spill_path is None or not self.spill_path.exists():
+            return
+        left = [ep for ep in self._take_spilled() if ep.point_id not in written]
+        if not left:
+            self.spill_path.unlink(missing_ok=True)
+            return
+        tmp = self.spill_path.with_name(f".{self.spill_path.name}.{uuid.uuid4().hex}.tmp")
+        with tmp.open("w", encoding="utf-8") as fh:
+            fh.writelines(
+                json.dumps(ep.model_dump(mode="json"), ensure_ascii=True) + "\n" for ep in left
+            )
+            fh.flush()
+            os.fsync(fh.fileno())
+        tmp.replace(self.spill_path)
+
+    def _run_worker(self) -> None:
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            self._write_pending_blocking()
+            with self._lock:
+                done = not self._pending
+            self._idle.set()
+            if self._closed and done:
+                return
+            if not done:
+                # The store is failing: wait for the next record or flush, not a busy loop.
+                continue
