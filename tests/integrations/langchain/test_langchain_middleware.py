@@ -151,8 +151,11 @@ def test_checkpointed_thread_records_each_run(memory: Episodes) -> None:
     recent = middleware_memory_recent(memory, user)
     assert recent["short_summary_text"] == "Book my flight to Oslo with my usual seat"
     assert (recent["start_index"], recent["end_index"]) == (2, 3)
-    assert "aisle seat" in out["recalled_episodes"]
-    assert "I always want an aisle seat" in _system(model.received[1])
+    # Turn 1 is in the thread's history the model sees: it is not recalled a second time.
+    assert out["recalled_episodes"] == ""
+    assert not any(isinstance(m, SystemMessage) for m in model.received[1])  # nothing injected
+    assert "I always want an aisle seat" in model.prompt_text(1)
+    assert model.prompt_text(1).count("I always want an aisle seat") == 1
 
 
 async def test_reflection_model_writes_the_summaries(memory: Episodes) -> None:

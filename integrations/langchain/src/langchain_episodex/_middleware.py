@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
+import os
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from episodex import ConfigurationError, LLMCallable, run_sync
+from episodex import ConfigurationError, EpisodeRecorder, LLMCallable, RecorderStats, run_sync
 from episodex import EpisodicMemory as CoreMemory
 from langchain_core.language_models import BaseLanguageModel
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, SystemMessage
@@ -106,6 +107,12 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
       message, its final answer and the tools it invoked (summarised by `reflection_model`
       when one is given).
 
+    Memory never costs the user the answer: a failed recall runs the agent without the block
+    and a failed record keeps the episode in a bounded queue (`EpisodeRecorder`) that is
+    written before the next episode and on `flush()`; both are logged and counted in
+    `stats()`. With a checkpointer, episodes of the same thread that are already in the
+    message history are not recalled again.
+
     In `mode="lessons"`, every model call instead gets the REPEAT/AVOID block of step lessons
     for the current environment and state, from `lessons` (episodex's `StepLessonMemory`).
 
@@ -163,6 +170,10 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
             `EnvState` or a mapping with `url`, `page`, `elements` (mode `lessons`).
         current_state: `(state, runtime) -> text` of the agent's internal state for
             lessons; default: its last message, else the user's.
+        deferred: Record in a background thread, so a run does not wait for embedding;
+            `flush()` (or `aflush()`) waits for it.
+        max_pending: Most episodes kept while the store fails.
+        spill_path: A JSONL file for episodes beyond `max_pending` (None drops the oldest).
     """
 
     def __init__(
@@ -182,6 +193,9 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         lessons: LessonSource | None = None,
         env: EnvGetter | None = None,
         current_state: StateGetter | None = None,
+        deferred: bool = False,
+        max_pending: int = 1000,
+        spill_path: str | os.PathLike[str] | None = None,
     ) -> None:
         super().__init__()
         if mode not in ("episodes", "lessons"):
@@ -208,6 +222,14 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
             if current_state is not None and not callable(current_state):
                 raise ConfigurationError("current_state must be a function (state, runtime) -> str")
         self.memory: CoreMemory | None = memory if mode == "episodes" else None
+        self.recorder: EpisodeRecorder | None = (
+            EpisodeRecorder(
+                self.memory, deferred=deferred, max_pending=max_pending, spill_path=spill_path
+            )
+            if self.memory is not None
+            else None
+        )
+        self._recall_failures = 0
         self.lessons = lessons
         self._env = env
         self._current_state: StateGetter = current_state or _default_current_state
@@ -296,15 +318,28 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         query = _last_text(messages[start:], HumanMessage)
         block = ""
         if query.strip() and self.memory is not None:
-            block = await self.memory.recall_block(
-                user_id=scope.user_id,
-                agent_id=scope.agent_id,
-                conversation_id=scope.conversation_id,
-                query=query,
-                max_tokens=self.max_tokens,
-                **self.recall_options,
-            )
+            options = dict(self.recall_options)
+            if start:  # messages before the run are in the history the model sees
+                options.setdefault("seen_until", start)
+            try:
+                block = await self.memory.recall_block(
+                    user_id=scope.user_id,
+                    agent_id=scope.agent_id,
+                    conversation_id=scope.conversation_id,
+                    query=query,
+                    max_tokens=self.max_tokens,
+                    **options,
+                )
+            except Exception as exc:
+                # Memory is an aid: the run goes on without it rather than failing the user.
+                self._recall_failed(exc)
         return {self.state_key: block, self._run_key: run}
+
+    def _recall_failed(self, exc: Exception) -> None:
+        logger.warning("episodic recall failed; the run goes on without memory", exc_info=True)
+        self._recall_failures += 1
+        if self.recorder is not None:
+            self.recorder.note_recall_failure(exc)
 
     def before_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Recall the episodes for the run's last user message into the state."""
@@ -327,10 +362,14 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         if self.mode == "episodes":
             return str(request.state.get(self.state_key) or "")
         assert self.lessons is not None and self._env is not None  # checked in __init__
-        env = self._env(request.state, request.runtime)
-        return await self.lessons.lessons_block(
-            env, self._current_state(request.state, request.runtime)
-        )
+        try:
+            env = self._env(request.state, request.runtime)
+            return await self.lessons.lessons_block(
+                env, self._current_state(request.state, request.runtime)
+            )
+        except Exception as exc:
+            self._recall_failed(exc)
+            return ""
 
     def _inject(self, request: ModelRequest[Any], block: str) -> ModelRequest[Any]:
         if not block:
@@ -356,8 +395,15 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
     # -- after the run: record -----------------------------------------------------------
 
     async def _record(self, state: Mapping[str, Any]) -> None:
+        try:
+            await self._record_run(state)
+        except Exception:
+            # The answer is already the user's; nothing here may take it away.
+            logger.error("could not record the run as an episode", exc_info=True)
+
+    async def _record_run(self, state: Mapping[str, Any]) -> None:
         run: dict[str, Any] | None = state.get(self._run_key)
-        if self.memory is None or run is None:
+        if self.recorder is None or run is None:
             return
         messages: list[AnyMessage] = state["messages"]
         start = min(int(run["start"]), len(messages))
@@ -377,7 +423,7 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
             except Exception:
                 # The user already has the answer; a failed reflection must not lose the run.
                 logger.warning("reflection failed; recording plain summaries", exc_info=True)
-        await self.memory.memorize(
+        await self.recorder.record(
             short_summary=short,
             long_summary=long,
             user_id=run["user_id"],
@@ -402,3 +448,22 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         if self.mode == "episodes" and self.record:
             await self._record(state)
         return None
+
+    # -- health --------------------------------------------------------------------------
+
+    async def aflush(self) -> int:
+        """Write every pending episode now; returns how many are still pending."""
+        return 0 if self.recorder is None else await self.recorder.flush()
+
+    def flush(self) -> int:
+        """Write every pending episode now; returns how many are still pending."""
+        return run_sync(self.aflush())
+
+    def stats(self) -> RecorderStats | None:
+        """Recorded, pending and failed episodes and failed recalls (None in lessons mode)."""
+        return None if self.recorder is None else self.recorder.stats()
+
+    @property
+    def recall_failures(self) -> int:
+        """Recalls (or lesson blocks) that failed and were skipped."""
+        return self._recall_failures
