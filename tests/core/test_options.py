@@ -55,7 +55,12 @@ async def memory(embedder) -> typing.AsyncIterator[EpisodicMemory]:
 
 
 def test_the_typed_dicts_list_every_option_once() -> None:
-    assert set(RecallOptions.__optional_keys__) == set(DOCUMENTED_DEFAULTS)
+    # The context window (seen_from/seen_until) has no default value: absent, nothing is
+    # left out (tests/core/test_seen_until.py).
+    assert set(RecallOptions.__optional_keys__) == set(DOCUMENTED_DEFAULTS) | {
+        "seen_from",
+        "seen_until",
+    }
     assert not RecallOptions.__required_keys__
     assert set(TaskSearchOptions.__optional_keys__) == {
         "filter",

@@ -39,5 +39,12 @@ async def test_seen_until_leaves_out_episodes_in_the_history(embedder: Any) -> N
             user_id="u", agent_id="a", conversation_id="c", query="seat", seen_until=4
         )
         assert res["same_conversation"] == []
+        # The window from message 2 on (a framework's short-term memory) leaves out episode 2.
+        res = await mem.recall(
+            user_id="u", agent_id="a", conversation_id="c", query="seat", seen_from=2
+        )
+        assert [i["short_summary_text"] for i in res["same_conversation"]] == ["seat: aisle"]
+        with pytest.raises(ValidationError, match="before seen_from"):
+            await mem.recall(user_id="u", agent_id="a", query="seat", seen_from=3, seen_until=1)
         with pytest.raises(ValidationError, match="seen_until"):
             await mem.recall(user_id="u", agent_id="a", query="seat", seen_until=-1)

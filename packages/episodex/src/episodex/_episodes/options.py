@@ -45,13 +45,18 @@ class RecallOptions(TypedDict, total=False):
     Each stream adds `1 / (rank / weight + rrf_k - 1)` to the score of every hit it found.
     """
 
-    seen_until: int
-    """Messages of the current conversation before this index are already in the model's
-    context (e.g. a checkpointed thread's history): same-conversation episodes that end
-    before it are left out, so nothing is shown twice (default: none left out).
+    seen_from: int
+    """First message index of the current conversation that is in the model's context.
 
-    Message indexes are those the episodes were stored with (`start_index`, `end_index`).
+    With `seen_until`, it names the window of messages the model already sees (a
+    checkpointed thread's history, a framework's short-term memory): same-conversation
+    episodes that end inside `[seen_from, seen_until)` are left out, so nothing is shown
+    twice. Give either or both; the window is open at the end not given (default: nothing
+    left out). Message indexes are those the episodes were stored with (`end_index`).
     """
+
+    seen_until: int
+    """End (exclusive) of the window of messages in the model's context; see `seen_from`."""
 
     with_stream_ranks: bool
     """Add `streams` (each stream's rank and score) to every item (default True).

@@ -205,13 +205,11 @@ class EpisodeStore:
             )
         result: RecallResult = {"same_conversation": [], "previous_conversations": []}
         sides: list[tuple[str, Filter, int]] = []
-        seen_until = options.get("seen_until")
-        if seen_until is not None:
-            seen_until = require_int("seen_until", seen_until)
+        seen = self._seen_window(options)
         if conversation_id is not None and same_limit > 0:
             same = base.and_(Match("conversation_id", conversation_id))
-            if seen_until:
-                same = same.and_(Range("end_index", gte=seen_until))
+            if seen is not None:
+                same = same.and_not(seen)
             sides.append(("same_conversation", same, same_limit))
         if prev_limit > 0:
             prev = (
@@ -250,6 +248,19 @@ class EpisodeStore:
                 }
                 result[name].append(item)
         return result
+
+    @staticmethod
+    def _seen_window(options: RecallOptions) -> Range | None:
+        """The episodes already in the model's context, by where they end (`seen_from`)."""
+        if "seen_from" not in options and "seen_until" not in options:
+            return None
+        start = require_int("seen_from", options.get("seen_from", 0))
+        until = options.get("seen_until")
+        if until is not None:
+            until = require_int("seen_until", until)
+            if until < start:
+                raise ValidationError(f"seen_until ({until}) is before seen_from ({start})")
+        return Range("end_index", gte=start, lt=until)
 
     def _streams(self, query: str, weights: Mapping[str, float], stage1: int) -> list[Stream]:
         streams: list[Stream] = []

@@ -1,0 +1,125 @@
+"""The one rule that turns a span of conversation messages into episodes, for every adapter.
+
+A framework hands over messages (a LlamaIndex flush, a LangChain run); each becomes a
+`role: text` line of the long summary, and the user's words, condensed, the short summary. A
+span too long for one episode becomes several consecutive episodes, split between messages,
+and a single message longer than that is split into parts of its own: the store gets every
+character, never a truncated summary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from episodex._common.errors import ValidationError
+from episodex._common.validation import require_int
+
+__all__ = ["MAX_EPISODE_CHARS", "SpanEpisode", "span_episodes"]
+
+MAX_EPISODE_CHARS = 4000
+"""Longest long summary one episode holds by default (about 1,000 tokens)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SpanEpisode:
+    """The texts and message range of one episode made from a span of messages."""
+
+    short_summary: str
+    long_summary: str
+    start_index: int
+    end_index: int
+    part: int | None = None
+    """For one message split into several episodes: which part (from 1); else None."""
+    parts: int | None = None
+    """For one message split into several episodes: how many parts."""
+
+
+def _condense(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    if " " in cut[limit // 2 :]:
+        cut = cut[: cut.rindex(" ")]
+    return cut.rstrip() + "…"
+
+
+def _pieces(text: str, size: int) -> list[str]:
+    """`text` in consecutive pieces of at most `size` characters, cut at spaces when possible."""
+    pieces: list[str] = []
+    while len(text) > size:
+        cut = text.rfind(" ", size // 2, size)
+        cut = size if cut <= 0 else cut
+        pieces.append(text[:cut])
+        text = text[cut:]
+    pieces.append(text)
+    return pieces
+
+
+def span_episodes(
+    messages: Sequence[tuple[str, str]],
+    *,
+    start_index: int = 0,
+    max_chars: int = MAX_EPISODE_CHARS,
+    short_chars: int = 300,
+) -> list[SpanEpisode]:
+    """Episodes covering every message of a span, in order, none longer than `max_chars`.
+
+    Args:
+        messages: `(role, text)` pairs in conversation order; pairs with blank text are
+            skipped (their index still counts).
+        start_index: The conversation index of the first message.
+        max_chars: Longest long summary of one episode.
+        short_chars: Longest short summary (the user's words, condensed; the assistant's when
+            the span has no user text).
+
+    Returns:
+        The episodes, whose long summaries joined by newlines hold every line of the span.
+    """
+    start_index = require_int("start_index", start_index)
+    max_chars = require_int("max_chars", max_chars, minimum=100)
+    short_chars = require_int("short_chars", short_chars, minimum=20)
+    lines: list[tuple[int, str, str]] = []
+    for offset, pair in enumerate(messages):
+        if not isinstance(pair, tuple) or len(pair) != 2:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValidationError(f"message {offset}: expected a (role, text) pair, got {pair!r}")
+        role, text = pair
+        if text.strip():
+            lines.append((start_index + offset, role, text.strip()))
+    episodes: list[SpanEpisode] = []
+    group: list[tuple[int, str, str]] = []
+    size = 0
+
+    def close() -> None:
+        nonlocal group, size
+        if group:
+            episodes.append(_episode(group, short_chars))
+        group, size = [], 0
+
+    for index, role, text in lines:
+        line = f"{role}: {text}"
+        if len(line) > max_chars:
+            close()
+            head = f"{role} (part {{}}/{{}}): "
+            pieces = _pieces(text, max_chars - len(head) - 8)
+            for number, piece in enumerate(pieces, start=1):
+                long = head.format(number, len(pieces)) + piece
+                short = _condense(piece, short_chars)
+                episodes.append(
+                    SpanEpisode(short, long, index, index, part=number, parts=len(pieces))
+                )
+            continue
+        if size + len(line) + 1 > max_chars:
+            close()
+        group.append((index, role, line))
+        size += len(line) + 1
+    close()
+    return episodes
+
+
+def _episode(group: list[tuple[int, str, str]], short_chars: int) -> SpanEpisode:
+    long = "\n".join(line for _, _, line in group)
+    said = [line.split(": ", 1)[1] for _, role, line in group if role == "user"]
+    short = _condense(" / ".join(said) if said else group[0][2], short_chars)
+    return SpanEpisode(short, long, group[0][0], group[-1][0])
