@@ -70,22 +70,21 @@ async def main() -> None:
         try:
             alice = EpisodicMemoryBlock(memory=episodes, user_id="alice", agent_id=AGENT_ID)
 
-            # Monday: short-term memory holds ~30 tokens, so each older turn flushes into an episode.
+            # Monday: LlamaIndex's default short-term memory; each exchange becomes an episode.
             llm = ScriptedLLM(
                 "Sorry about that! I have issued a refund of 39 EUR for order 1182.",
                 "Done: future orders go to 12 Elm Street.",
                 "You're welcome, bye!",
             )
             agent = support_agent(llm)
-            monday = chat_memory(
-                alice, "monday", token_limit=300, chat_history_token_ratio=0.1, token_flush_size=20
-            )
+            monday = chat_memory(alice, "monday")
             for text in (
                 "My kettle from order 1182 arrived with a cracked lid.",
                 "Please send my future orders to 12 Elm Street.",
                 "Thanks, that's all.",
             ):
                 print("monday:", await agent.run(text, memory=monday))
+            await alice.aflush(monday)  # end of session: nothing is left unrecorded
             print("episodes recorded:", await episodes.count(user_id="alice", agent_id=AGENT_ID))
 
             # Thursday: a new session; the agent's prompt carries Monday's episodes.

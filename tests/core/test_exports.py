@@ -61,6 +61,7 @@ EPISODEX = [
     "QdrantTaskStore",
     "RecallOptions",
     "RecorderStats",
+    "SpanEpisode",
     "RecencyMemory",
     "ReflectiveMemory",
     "RetrievedLesson",
@@ -91,6 +92,7 @@ EPISODEX = [
     "render_episodes",
     "render_memories",
     "run_sync",
+    "span_episodes",
     "token_counter",
 ]
 

@@ -37,7 +37,7 @@ def test_function_agent_recalls_monday_on_thursday() -> None:
         "monday: Sorry about that! I have issued a refund of 39 EUR for order 1182.",
         "monday: Done: future orders go to 12 Elm Street.",
         "monday: You're welcome, bye!",
-        "episodes recorded: 2",
+        "episodes recorded: 3",
     ]
     start = out.index("recalled on thursday:") + 1
     end = out.index("</memory>", start)

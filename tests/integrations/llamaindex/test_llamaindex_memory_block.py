@@ -140,7 +140,8 @@ async def test_flushed_messages_are_recorded_then_recalled_in_a_later_session(
 
     llm.reply = "I have issued a refund of 59 EUR for order 1234."
     await agent.run("My order 1234 arrived broken, I want my money back.", memory=monday)
-    assert await memory.count(user_id=user, agent_id=AGENT) == 0  # still in short-term memory
+    # Recorded as soon as the exchange is complete, whatever the short-term buffer holds.
+    assert await memory.count(user_id=user, agent_id=AGENT) == 1
     llm.reply = "Noted, I will ship to 12 Elm Street from now on."
     await agent.run("Please update my shipping address to 12 Elm Street.", memory=monday)
 
@@ -205,7 +206,11 @@ async def test_tools_called_in_flushed_turns_are_recorded(
     await agent.run("Where is my order 1234?", memory=chat)
     await agent.run("And when will the next one arrive?", memory=chat)
 
-    [episode] = await memory.read_recent(5, user_id=user, agent_id=AGENT, conversation_id="orders")
+    episodes = await memory.read_recent(5, user_id=user, agent_id=AGENT, conversation_id="orders")
+    # One episode per exchange, each whole: the question, the tool call, its result, the answer.
+    assert sorted((e["start_index"], e["end_index"]) for e in episodes) == [(0, 3), (4, 7)]
+    episode = min(episodes, key=lambda e: e["start_index"])
+    assert episode["long_summary_text"].startswith("user: Where is my order 1234?\n")
     assert episode["tools_invoked"] == ["lookup_order"]
     assert "[called lookup_order]" in episode["long_summary_text"]
     assert "tool: Order 1234: delivered on May 2." in episode["long_summary_text"]

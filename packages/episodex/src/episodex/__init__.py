@@ -36,6 +36,7 @@ from episodex._episodes.memory import EpisodicMemory, SyncEpisodicMemory
 from episodex._episodes.model import ConversationEpisode
 from episodex._episodes.options import RecallOptions
 from episodex._episodes.recorder import EpisodeRecorder, RecorderStats
+from episodex._episodes.spans import SpanEpisode, span_episodes
 from episodex._episodes.store import EpisodeStore
 from episodex._episodes.transfer import ImportReport
 from episodex._lessons.block import format_lessons
@@ -116,6 +117,7 @@ __all__ = [
     "RetrievedLesson",
     "SearchMode",
     "SimilarityMemory",
+    "SpanEpisode",
     "StepGrade",
     "StepLessonMemory",
     "StepMemory",
@@ -143,5 +145,6 @@ __all__ = [
     "render_episodes",
     "render_memories",
     "run_sync",
+    "span_episodes",
     "token_counter",
 ]

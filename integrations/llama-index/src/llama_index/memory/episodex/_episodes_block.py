@@ -7,7 +7,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from llama_index.core.base.llms.types import ChatMessage, MessageRole
+from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
 from llama_index.core.memory.memory import BaseMemoryBlock
 from llama_index.memory.episodex._checks import (
     check_recall_options,
@@ -15,9 +15,8 @@ from llama_index.memory.episodex._checks import (
     require_id,
 )
 from llama_index.memory.episodex._messages import (
-    exchange_text,
     latest_user_text,
-    message_text,
+    message_lines,
     session_of,
     tools_called,
 )
@@ -26,10 +25,14 @@ from pydantic import Field, PrivateAttr, field_validator
 from episodex import (
     DEFAULT_ENCODING,
     ConfigurationError,
+    EpisodeRecorder,
     EpisodicMemory,
     LLMCallable,
+    RecorderStats,
+    SyncEpisodicMemory,
     ValidationError,
     format_recall,
+    span_episodes,
     token_counter,
 )
 
@@ -48,21 +51,29 @@ SUMMARY_PROMPT = (
 _KEPT_RENDERS = 16
 
 
-def _clip(text: str, limit: int) -> str:
-    """At most `limit` characters, cut at a word boundary and marked with an ellipsis."""
-    if len(text) <= limit:
-        return text
-    cut = text[: max(limit - 1, 1)]
-    if " " in cut[limit // 2 :]:
-        cut = cut[: cut.rindex(" ")]
-    return cut.rstrip() + "…"
+def _exchange_end(messages: list[ChatMessage]) -> int:
+    """How many leading messages form complete exchanges: up to the last final answer."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message.role == MessageRole.ASSISTANT and not any(
+            isinstance(b, ToolCallBlock) for b in message.blocks
+        ):
+            return index + 1
+    return 0
 
 
 class EpisodicMemoryBlock(BaseMemoryBlock[str]):
     """Long-term episodic memory for LlamaIndex agents, as a `Memory` block.
 
-    When `Memory` flushes messages out of short-term memory, the block records them as one
-    episode of the conversation (the session id is the conversation id). When `Memory` is read,
+    Every message reaches the store exactly once, whatever `Memory`'s token limits: each
+    time `Memory` is read for a new user message, the exchanges before it that are not yet
+    recorded become episodes of the conversation (the session id is the conversation id);
+    messages `Memory` flushes out of short-term memory before that are recorded then; and
+    `aflush(memory)` records the rest at the end of a session. A span too long for one
+    episode becomes several (`episodex.span_episodes`), never a truncated one. A failed
+    recall leaves the block empty and a failed write keeps the episode for retry
+    (`EpisodeRecorder`); both are logged and counted in `stats()`. Episodes whose messages
+    are still in short-term memory are not recalled, so nothing is shown twice. When `Memory` is read,
     the block recalls the episodes that best match the latest user message, from this
     conversation and from the user's previous ones, and returns them as a labelled
     `<recalled_episodes>` block, which `Memory` places under `<memory><episodes>`. If `Memory`
@@ -123,15 +134,41 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
     short_summary_chars: int = Field(default=300, ge=20)
     """Longest short summary kept, in characters."""
     long_summary_chars: int = Field(default=4000, ge=100)
-    """Longest long summary (the exchange itself) kept, in characters."""
+    """Longest long summary of one episode; a longer span becomes several episodes."""
+    deferred: bool = Field(default=False)
+    """Write episodes in a background thread so a turn never waits for embedding."""
 
     _renders: OrderedDict[str, dict[str, list[dict[str, Any]]]] = PrivateAttr(
         default_factory=OrderedDict[str, dict[str, list[dict[str, Any]]]]
     )
 
+    # Per session: [messages flushed out of short-term memory, messages recorded], counted
+    # from the session's first message.
+    _positions: dict[str, list[int]] = PrivateAttr(default_factory=dict[str, list[int]])
+    _recorder: EpisodeRecorder | None = PrivateAttr(default=None)
+    # Per session: flushed messages whose exchange had not ended yet (recorded with its end).
+    _held: dict[str, list[ChatMessage]] = PrivateAttr(default_factory=dict[str, list[ChatMessage]])
+
     def __init__(self, /, **data: Any) -> None:
         with configuration_errors(type(self).__name__):
             super().__init__(**data)
+        self._recorder = EpisodeRecorder(self.memory, deferred=self.deferred)
+
+    @field_validator("memory", mode="before")
+    @classmethod
+    def _core_memory(cls, value: object) -> object:
+        # A SyncEpisodicMemory is accepted too: the block is async, so it uses the core behind.
+        return value.memory if isinstance(value, SyncEpisodicMemory) else value
+
+    @property
+    def recorder(self) -> EpisodeRecorder:
+        """What writes the episodes: its `stats()` tell recorded, pending and failed."""
+        assert self._recorder is not None  # set in __init__
+        return self._recorder
+
+    def stats(self) -> RecorderStats:
+        """Recorded, pending and failed episodes, and failed recalls."""
+        return self.recorder.stats()
 
     @field_validator("user_id", "agent_id")
     @classmethod
@@ -164,19 +201,32 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
         **block_kwargs: Any,
     ) -> str:
         """Recall the episodes matching the latest user message; `""` when none match."""
+        messages = list(messages or ())
         query = latest_user_text(messages)
+        conversation = self.conversation_id or session_id
+        if conversation is not None:
+            await self._record_complete(messages, conversation)
         if not query:
             return ""
-        conversation = self.conversation_id or session_id
-        result = await self.memory.recall(
-            user_id=self.user_id,
-            agent_id=self.agent_id,
-            query=query,
-            conversation_id=conversation,
-            previous_conversation_limit=self.previous_conversation_limit,
-            same_conversation_limit=self.same_conversation_limit,
-            **self.recall_options,
-        )
+        options = dict(self.recall_options)
+        if conversation is not None:
+            # What is still in short-term memory is in the prompt already: not again as memory.
+            options.setdefault("seen_from", self._position(conversation)[0])
+        try:
+            result = await self.memory.recall(
+                user_id=self.user_id,
+                agent_id=self.agent_id,
+                query=query,
+                conversation_id=conversation,
+                previous_conversation_limit=self.previous_conversation_limit,
+                same_conversation_limit=self.same_conversation_limit,
+                **options,
+            )
+        except Exception as exc:
+            # Memory is an aid: the agent answers without it rather than not at all.
+            logger.warning("episodic recall failed; answering without memory", exc_info=True)
+            self.recorder.note_recall_failure(exc)
+            return ""
         block = format_recall(result, max_tokens=self.max_tokens, encoding=self.encoding)
         self._keep(block, result)
         return block
@@ -210,16 +260,65 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
 
     # -- writing -----------------------------------------------------------------------------
 
-    async def _aput(self, messages: list[ChatMessage]) -> None:
-        """Record the messages (flushed from short-term memory) as one episode.
+    def _position(self, conversation: str) -> list[int]:
+        return self._positions.setdefault(conversation, [0, 0])
+
+    async def _record_upto(
+        self, conversation: str, messages: list[ChatMessage], *, whole: bool, leaving: bool
+    ) -> None:
+        """Record the session's messages not yet recorded, through `messages`.
+
+        Those are the flushed messages held back because their exchange had not ended, then
+        `messages` from the first one not recorded. With `whole=False` only complete
+        exchanges are recorded (through the last final answer). `leaving` says `messages`
+        leave short-term memory now (a flush): what is not recorded is held back.
+        """
+        flushed, recorded = self._position(conversation)
+        held = self._held.get(conversation, [])
+        span = [*held, *messages[max(recorded - flushed, 0) :]]
+        cut = len(span) if whole else _exchange_end(span)
+        if cut:
+            await self._record(span[:cut], conversation, recorded)
+            self._position(conversation)[1] = recorded + cut
+        if leaving:
+            self._held[conversation] = span[cut:]
+        elif cut:
+            self._held[conversation] = []
+
+    async def _record_complete(self, messages: list[ChatMessage], conversation: str) -> None:
+        """Record the complete exchanges of the short-term history not yet recorded."""
+        await self._record_upto(conversation, messages, whole=False, leaving=False)
+
+    async def aput(
+        self,
+        messages: list[ChatMessage],
+        from_short_term_memory: bool = False,
+        session_id: str | None = None,
+    ) -> None:
+        """Record messages: flushed by `Memory`, or given directly (recorded whole, at once).
 
         Raises:
             ValidationError: No conversation id: neither `conversation_id` is set nor do the
                 messages carry the session id `Memory` stamps on them.
         """
-        exchange = exchange_text(messages)
-        if not exchange:
-            return  # only system prompts, images or empty messages: nothing to remember
+        if session_id is not None:
+            for message in messages:
+                message.additional_kwargs["session_id"] = session_id
+        conversation = self._conversation_of(messages)
+        if from_short_term_memory:
+            await self._flushed(messages, conversation)
+        else:
+            # Given directly: recorded whole, and counted as the session's next messages.
+            await self._record_upto(conversation, messages, whole=True, leaving=True)
+            position = self._position(conversation)
+            position[0] += len(messages)
+            position[1] = position[0]
+
+    async def _aput(self, messages: list[ChatMessage]) -> None:
+        """Record messages flushed out of short-term memory (see `aput`)."""
+        await self._flushed(messages, self._conversation_of(messages))
+
+    def _conversation_of(self, messages: list[ChatMessage]) -> str:
         conversation = self.conversation_id or session_of(messages)
         if conversation is None:
             raise ValidationError(
@@ -227,30 +326,73 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
                 "set conversation_id on the block, or put them through Memory (which passes its "
                 "session_id) or aput(..., session_id=...)"
             )
-        require_id("conversation_id", conversation)
-        await self.memory.memorize(
-            short_summary=await self._short_summary(messages, exchange),
-            long_summary=_clip(exchange, self.long_summary_chars),
-            user_id=self.user_id,
-            agent_id=self.agent_id,
-            conversation_id=conversation,
-            tools_invoked=tools_called(messages),
-            metadata={"source": "llama_index", "messages": len(messages)},
-        )
+        return require_id("conversation_id", conversation)
 
-    async def _short_summary(self, messages: list[ChatMessage], exchange: str) -> str:
+    async def _flushed(self, messages: list[ChatMessage], conversation: str) -> None:
+        # Complete exchanges are recorded at once; the start of an exchange whose answer is
+        # still in short-term memory is held until it ends, so one exchange stays one episode.
+        await self._record_upto(conversation, messages, whole=False, leaving=True)
+        position = self._position(conversation)
+        position[0] += len(messages)
+        position[1] = max(position[1], position[0] - len(self._held.get(conversation, [])))
+
+    async def aflush(self, memory: Any) -> RecorderStats:
+        """End of session: record what is still in short-term memory, write what is pending.
+
+        Args:
+            memory: The LlamaIndex `Memory` this block belongs to.
+
+        Returns:
+            The recorder's stats; `pending` is above 0 only if the store is still failing.
+        """
+        session = getattr(memory, "session_id", None)
+        conversation = self.conversation_id or session
+        if conversation is None or not hasattr(memory, "aget_all"):
+            raise ConfigurationError("aflush needs the LlamaIndex Memory this block belongs to")
+        from llama_index.core.storage.chat_store.base_db import MessageStatus
+
+        active: list[ChatMessage] = await memory.aget_all(status=MessageStatus.ACTIVE)
+        await self._record_upto(conversation, active, whole=True, leaving=False)
+        await self.recorder.flush()
+        return self.recorder.stats()
+
+    async def _record(self, messages: list[ChatMessage], conversation: str, start: int) -> None:
+        """Record a span as one or more episodes; a failed write is kept, never raised."""
+        tools = tools_called(messages)
+        for episode in span_episodes(
+            message_lines(messages),
+            start_index=start,
+            max_chars=self.long_summary_chars,
+            short_chars=self.short_summary_chars,
+        ):
+            short = await self._short_summary(episode.long_summary, episode.short_summary)
+            await self.recorder.record(
+                short_summary=short,
+                long_summary=episode.long_summary,
+                user_id=self.user_id,
+                agent_id=self.agent_id,
+                conversation_id=conversation,
+                start_index=episode.start_index,
+                end_index=episode.end_index,
+                tools_invoked=tools,
+                metadata=(
+                    {"source": "llama_index"}
+                    if episode.part is None
+                    else {"source": "llama_index", "part": episode.part, "parts": episode.parts}
+                ),
+            )
+
+    async def _short_summary(self, exchange: str, extract: str) -> str:
         if self.summarizer is not None:
             try:
                 text = (await self.summarizer(SUMMARY_PROMPT.format(exchange=exchange))).strip()
             except Exception:
-                # The messages have already left short-term memory: record them with the
+                # The messages may have left short-term memory already: record them with the
                 # extract rather than lose them to a failing model.
                 logger.warning(
                     "summarizer failed; recording the episode with an extract", exc_info=True
                 )
             else:
                 if text:
-                    return _clip(text, self.short_summary_chars)
-        said = [message_text(m) for m in messages if m.role == MessageRole.USER]
-        extract = " / ".join(t for t in said if t) or exchange
-        return _clip(" ".join(extract.split()), self.short_summary_chars)
+                    return " ".join(text.split())[: self.short_summary_chars]
+        return extract

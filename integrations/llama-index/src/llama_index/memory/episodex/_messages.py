@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock, ToolCallBlock
 
-__all__ = ["exchange_text", "latest_user_text", "message_text", "session_of", "tools_called"]
+__all__ = ["latest_user_text", "message_lines", "message_text", "session_of", "tools_called"]
 
 
 def message_text(message: ChatMessage) -> str:
@@ -38,20 +38,20 @@ def tools_called(messages: Sequence[ChatMessage]) -> list[str]:
     return names
 
 
-def exchange_text(messages: Sequence[ChatMessage]) -> str:
-    """The conversation as `role: text` lines; system prompts and empty messages are skipped."""
-    lines: list[str] = []
+def message_lines(messages: Sequence[ChatMessage]) -> list[tuple[str, str]]:
+    """`(role, text)` per message, index for index; system prompts become blank (skipped)."""
+    lines: list[tuple[str, str]] = []
     for message in messages:
         if message.role == MessageRole.SYSTEM:
+            lines.append((message.role.value, ""))
             continue
         text = message_text(message)
         if message.role == MessageRole.ASSISTANT:
             calls = [b.tool_name for b in message.blocks if isinstance(b, ToolCallBlock)]
             if calls:
                 text = (text + "\n" if text else "") + "[called " + ", ".join(calls) + "]"
-        if text:
-            lines.append(f"{message.role.value}: {text}")
-    return "\n".join(lines)
+        lines.append((message.role.value, text))
+    return lines
 
 
 def session_of(messages: Sequence[ChatMessage]) -> str | None:
