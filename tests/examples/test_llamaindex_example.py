@@ -45,15 +45,17 @@ def test_function_agent_recalls_monday_on_thursday() -> None:
     assert block[:3] == ["<memory>", "<episodes>", "<recalled_episodes>"]
     assert '<previous_conversations title="From previous conversations">' in block
     summaries = [line for line in block if line.startswith("<summary>")]
-    assert summaries == [
+    # All three of Monday's exchanges were stored (the last one by aflush at session end).
+    assert sorted(summaries) == [
         "<summary>My kettle from order 1182 arrived with a cracked lid.</summary>",
         "<summary>Please send my future orders to 12 Elm Street.</summary>",
+        "<summary>Thanks, that's all.</summary>",
     ]
     assert (
         "assistant: Sorry about that! I have issued a refund of 39 EUR for order 1182.</details>"
         in block
     )
-    assert sum('conversation="monday"' in line for line in block) == 2
+    assert sum('conversation="monday"' in line for line in block) == 3
     assert "thursday: Yes: the 39 EUR refund for order 1182 was issued on Monday." in out
     assert "bob's prompt has memory: False" in out
     assert out[-1].startswith("retriever: Please send my future orders to 12 Elm Street. (0.")
