@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from episodex._common.errors import ConfigurationError, EmbeddingError
+from episodex._common.files import atomic_write
 from episodex._embedders.base import Matrix, clip_texts
 
 if TYPE_CHECKING:
@@ -157,9 +158,8 @@ class BundledMiniLMEmbedder:
         config_path = folder / "tokenizer_config.json"
         text = json.dumps(config)
         if not config_path.exists() or config_path.read_text() != text:
-            tmp = config_path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(text)
-            tmp.replace(config_path)
+            with atomic_write(config_path) as fh:
+                fh.write(text)
         return folder
 
     def _load(self) -> TextEmbedding:

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from episodex._common.errors import ConfigurationError, ValidationError
+from episodex._common.files import atomic_write
 from episodex._common.validation import require_int
 from episodex._episodes.model import ConversationEpisode
 
@@ -286,14 +287,10 @@ class EpisodeRecorder:
         if not left:
             self.spill_path.unlink(missing_ok=True)
             return
-        tmp = self.spill_path.with_name(f".{self.spill_path.name}.{uuid.uuid4().hex}.tmp")
-        with tmp.open("w", encoding="utf-8") as fh:
+        with atomic_write(self.spill_path) as fh:
             fh.writelines(
                 json.dumps(ep.model_dump(mode="json"), ensure_ascii=True) + "\n" for ep in left
             )
-            fh.flush()
-            os.fsync(fh.fileno())
-        tmp.replace(self.spill_path)
 
     def _run_worker(self) -> None:
         while True:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
 
 from episodex._common.errors import ImportFileError, ValidationError
+from episodex._common.files import atomic_write
 from episodex._common.text import bad_lines_summary
 from episodex._engines.plan import Hit
 from episodex._episodes.model import ConversationEpisode
@@ -50,13 +51,10 @@ def export(
     hits = self.iter_episodes(user_id=user_id, agent_id=agent_id, conversation_id=conversation_id)
     if isinstance(destination, str | Path):
         path = Path(destination)
-        tmp = path.with_name(f".{path.name}.tmp")
         try:
-            with tmp.open("w", encoding="utf-8") as fh:
+            with atomic_write(path) as fh:
                 n = _write_jsonl(fh, hits)
-            tmp.replace(path)
         except OSError as exc:
-            tmp.unlink(missing_ok=True)
             raise ValidationError(
                 f"cannot write the export file {path}: {exc.strerror or exc}; give a path in "
                 "a folder that exists and is writable"

@@ -19,6 +19,7 @@ from episodex._common.errors import (
     StoreFileError,
     ValidationError,
 )
+from episodex._common.files import atomic_write
 from episodex._common.text import bad_lines_summary
 from episodex._common.validation import require_int
 from episodex._engines.sparse import Bm25Encoder
@@ -379,18 +380,11 @@ class JSONLTaskStore:
     def _compact(self) -> int:
         with self._lock:
             entries = sorted(self._entries.values(), key=lambda e: e.seq)
-            tmp = self.path.with_name(f".{self.path.name}.compact")
-            with tmp.open("wb") as fh:
+            with atomic_write(self.path) as fh:
                 for e in entries:
                     record: dict[str, Any] = {"op": "write", "episode": e.episode.to_record()}
                     if e.text is not None:
                         record["text"] = e.text
-                    fh.write(
-                        json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode()
-                        + b"\n"
-                    )
-                fh.flush()
-                os.fsync(fh.fileno())
-            tmp.replace(self.path)
+                    fh.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
             self._needs_newline = False
             return len(entries)
