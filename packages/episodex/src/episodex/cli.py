@@ -22,6 +22,7 @@ from episodex._common.errors import (
     StoreLockedError,
     ValidationError,
 )
+from episodex._common.validation import read_json
 from episodex._episodes.options import RecallOptions
 
 __all__ = ["main"]
@@ -159,14 +160,14 @@ async def _command(args: argparse.Namespace) -> int:
         if args.command == "add":
             if args.from_json:
                 try:
-                    fields = json.loads(_read_text(args.from_json))
+                    fields = read_json(_read_text(args.from_json))
                 except json.JSONDecodeError as exc:
                     raise ValidationError(f"--from-json is not valid JSON: {exc}") from None
                 if not isinstance(fields, dict):
                     raise ValidationError("--from-json must hold one JSON object")
             else:
                 try:
-                    metadata = json.loads(args.metadata) if args.metadata else {}
+                    metadata = read_json(args.metadata) if args.metadata else {}
                 except json.JSONDecodeError as exc:
                     raise ValidationError(f"--metadata is not valid JSON: {exc}") from None
                 fields = {

@@ -12,11 +12,17 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Annotated, Any, ClassVar, Self
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictStr
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictStr, model_validator
 from pydantic import ValidationError as PydanticValidationError
 
 from episodex._common.errors import ValidationError
-from episodex._common.validation import describe_validation_error, json_object, parse_model
+from episodex._common.validation import (
+    describe_validation_error,
+    json_object,
+    parse_model,
+    storable_int,
+    storable_text,
+)
 
 __all__ = [
     "FrozenModel",
@@ -50,7 +56,10 @@ def canonical_uuid(value: str) -> str:
 
 def to_utc(value: datetime) -> datetime:
     """The time in UTC; a naive time is taken as UTC, so stored times compare across machines."""
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    try:
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"{value.isoformat()} is out of range once converted to UTC") from None
 
 
 #: An id: 1 to 512 characters.
@@ -78,6 +87,29 @@ class FrozenModel(BaseModel):
 
     #: How error messages name the record ("episode", "step memory"); default: the class name.
     record_name: ClassVar[str | None] = None
+
+    @model_validator(mode="after")
+    def _storable(self) -> Self:
+        # Every text and integer of every record, checked here once: what passes validation
+        # is what the engines store and return unchanged (no write may fail after the
+        # up-front check, no value may come back changed).
+        pending: list[tuple[str, object]] = [
+            (name, getattr(self, name)) for name in type(self).model_fields
+        ]
+        while pending:
+            where, value = pending.pop()
+            if isinstance(value, str):
+                storable_text(value, where)
+            elif isinstance(value, bool):
+                continue
+            elif isinstance(value, int):
+                storable_int(value, where)
+            elif isinstance(value, list | tuple):
+                pending.extend((where, v) for v in value)  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+            elif isinstance(value, dict):
+                for key, item in value.items():  # pyright: ignore[reportUnknownVariableType]
+                    pending.extend(((where, key), (f"{where}.{key}", item)))
+        return self
 
     @classmethod
     def parse(cls, data: Self | Mapping[str, Any], *, where: str = "") -> Self:

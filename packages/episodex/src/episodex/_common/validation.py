@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import reprlib
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
@@ -24,6 +25,11 @@ __all__ = [
 M = TypeVar("M", bound=BaseModel)
 
 
+_SHORT = reprlib.Repr()
+_SHORT.maxlevel = 3
+_SHORT.maxstring = _SHORT.maxother = 60
+
+
 def describe_validation_error(exc: PydanticValidationError, what: str) -> str:
     """One readable clause per pydantic error: field, problem, and what was given."""
     parts: list[str] = []
@@ -37,19 +43,96 @@ def describe_validation_error(exc: PydanticValidationError, what: str) -> str:
         elif "got " in msg:
             parts.append(f"{loc}: {msg}")
         else:
-            shown = repr(err.get("input"))
+            shown = _SHORT.repr(err.get("input"))  # bounded depth: any input can be shown
             if len(shown) > 60:
                 shown = shown[:57] + "..."
             parts.append(f"{loc}: {msg} (got {shown})")
     return f"invalid {what}: " + "; ".join(parts)
 
 
-def json_object(value: dict[str, Any]) -> dict[str, Any]:
-    """A field validator: the value must survive a strict JSON round trip (returns the copy)."""
+#: Deepest nesting of a JSON field. The embedded engine cannot read back a write-ahead-log
+#: entry nested much deeper (about 120 levels broke it), and one unreadable entry would stop
+#: the whole collection from opening, for every tenant: the bound keeps far below that.
+MAX_JSON_DEPTH = 32
+#: Largest JSON field, serialized (bytes of UTF-8).
+MAX_JSON_BYTES = 1 << 20
+#: Integers are stored as 64-bit: larger ones would come back as floats (changed values).
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def read_json(text: str | bytes) -> Any:
+    """`json.loads` for outside input: too deep a document is a `JSONDecodeError` too.
+
+    Python's parser recurses per level, so a line of 3,000 nested brackets would raise a raw
+    `RecursionError` from any import.
+    """
     try:
-        text = json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"must be a JSON object (str keys, JSON values, no NaN): {exc}") from exc
+        return json.loads(text)
+    except RecursionError:
+        doc = text if isinstance(text, str) else text.decode("utf-8", "replace")
+        raise json.JSONDecodeError("nested too deeply to read", doc[:100], 0) from None
+
+
+def storable_text(value: str, where: str = "") -> str:
+    """The text must be encodable as UTF-8: a lone surrogate cannot be stored or exported."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        at = f"{where}: " if where else ""
+        raise ValueError(
+            f"{at}text has a lone surrogate (\\u{ord(value[exc.start]):04x}) at position "
+            f"{exc.start}, which cannot be stored as UTF-8"
+        ) from None
+    return value
+
+
+def storable_int(value: int, where: str = "") -> int:
+    """The integer must fit in 64 bits, as the engines store it."""
+    if not INT64_MIN <= value <= INT64_MAX:
+        at = f"{where}: " if where else ""
+        raise ValueError(f"{at}integer {value} is outside the 64-bit range the store keeps exactly")
+    return value
+
+
+def json_object(value: dict[str, Any]) -> dict[str, Any]:
+    """A field validator: a JSON object every engine stores and returns unchanged.
+
+    Checked without recursion, so no nesting can overflow the stack: str keys; values None,
+    bool, 64-bit int, finite float, UTF-8 encodable str, list or object; at most
+    `MAX_JSON_DEPTH` levels and `MAX_JSON_BYTES` serialized. Returns the JSON round trip.
+    """
+    stack: list[tuple[object, int, str]] = [(value, 1, "")]
+    while stack:
+        item, depth, path = stack.pop()
+        if isinstance(item, dict | list) and depth > MAX_JSON_DEPTH:
+            raise ValueError(f"is nested deeper than {MAX_JSON_DEPTH} levels (at {path or 'top'})")
+        if isinstance(item, dict):
+            for key, child in item.items():  # pyright: ignore[reportUnknownVariableType]
+                if not isinstance(key, str):
+                    raise ValueError(
+                        f"keys must be strings, got {type(key).__name__} at {path or 'top'}"
+                    )
+                storable_text(key, f"key at {path or 'top'}")
+                stack.append((child, depth + 1, f"{path}.{key}"[:200]))
+        elif isinstance(item, list | tuple):
+            for index, child in enumerate(item):  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+                stack.append((child, depth + 1, f"{path}[{index}]"[:200]))
+        elif isinstance(item, str):
+            storable_text(item, path)
+        elif isinstance(item, bool) or item is None:
+            pass
+        elif isinstance(item, int):
+            storable_int(item, path)
+        elif isinstance(item, float):
+            if item != item or item in (float("inf"), float("-inf")):
+                raise ValueError(f"must be a JSON object (no NaN or infinity, at {path})")
+        else:
+            raise ValueError(
+                f"must be a JSON object (str keys, JSON values): {type(item).__name__} at {path}"
+            )
+    text = json.dumps(value, allow_nan=False)
+    if len(text.encode("utf-8")) > MAX_JSON_BYTES:
+        raise ValueError(f"is larger than {MAX_JSON_BYTES} bytes as JSON")
     return json.loads(text)
 
 

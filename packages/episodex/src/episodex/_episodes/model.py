@@ -21,6 +21,7 @@ from episodex._common.model import (
     JsonObject,
     NonBlankId,
     NonBlankText,
+    UtcDatetime,
     UuidStr,
     to_utc,
 )
@@ -71,9 +72,9 @@ class ConversationEpisode(FrozenModel):
     """Named flows (intents, playbooks) the agent ran."""
     tools_invoked: list[NonBlankId] = Field(default_factory=list[str])
     """Tools the agent called."""
-    timestamp_begin: datetime | None = None
+    timestamp_begin: UtcDatetime | None = None
     """When the stretch began (default: now; naive times are UTC)."""
-    timestamp_end: datetime | None = None
+    timestamp_end: UtcDatetime | None = None
     """When it ended (default: `timestamp_begin` or now)."""
     average_user_sentiment: StrictFloat | StrictInt | None = None
     """Mean user sentiment in [-1, 1]."""

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from episodex._common.errors import ConfigurationError, ValidationError
 from episodex._common.files import atomic_write
-from episodex._common.validation import require_int
+from episodex._common.validation import read_json, require_int
 from episodex._episodes.model import ConversationEpisode
 
 if TYPE_CHECKING:
@@ -247,7 +247,7 @@ class EpisodeRecorder:
                 if not line.strip():
                     continue
                 try:
-                    episodes.append(ConversationEpisode.parse(json.loads(line)))
+                    episodes.append(ConversationEpisode.parse(read_json(line)))
                 except (ValueError, ValidationError) as exc:
                     # A line torn by a crash mid-append: the rest must still come back.
                     logger.error("spill file line %d unreadable, skipped: %s", number, exc)

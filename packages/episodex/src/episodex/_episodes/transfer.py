@@ -17,6 +17,7 @@ from typing import IO, TYPE_CHECKING, Any, Literal
 from episodex._common.errors import ImportFileError, ValidationError
 from episodex._common.files import atomic_write
 from episodex._common.text import bad_lines_summary
+from episodex._common.validation import read_json
 from episodex._engines.plan import Hit
 from episodex._episodes.model import ConversationEpisode
 
@@ -110,7 +111,7 @@ def import_(
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = read_json(line)
         except json.JSONDecodeError as exc:
             report.skipped.append((number, f"not JSON: {exc}"))
             continue

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from episodex._common.errors import ImportFileError, ValidationError
 from episodex._common.text import bad_lines_summary
+from episodex._common.validation import read_json
 from episodex._lessons.block import format_lessons
 from episodex._lessons.model import RetrievedLesson, StepMemory
 
@@ -102,7 +103,7 @@ def _from_row(row: Mapping[str, str]) -> dict[str, Any]:
         if text == "":
             continue  # absent: the field's default (None for every optional field)
         if column in _JSON_COLUMNS:
-            data[column] = json.loads(text)
+            data[column] = read_json(text)
         elif column in ("rep", "step_num"):
             data[column] = int(text)
         elif column == "confidence":
@@ -129,7 +130,7 @@ def import_memories(text: str, fmt: Literal["json", "csv"] = "json") -> list[Ste
     out: list[StepMemory] = []
     if fmt == "json":
         try:
-            records = json.loads(text)
+            records = read_json(text)
         except json.JSONDecodeError as exc:
             raise ImportFileError(
                 f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",

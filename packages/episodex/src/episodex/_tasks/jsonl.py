@@ -21,7 +21,7 @@ from episodex._common.errors import (
 )
 from episodex._common.files import atomic_write
 from episodex._common.text import bad_lines_summary
-from episodex._common.validation import require_int
+from episodex._common.validation import read_json, require_int
 from episodex._engines.sparse import Bm25Encoder
 from episodex._tasks.model import Episode
 from episodex._tasks.store import (
@@ -160,7 +160,7 @@ class JSONLTaskStore:
     @staticmethod
     def _parse_line(raw: bytes) -> dict[str, Any]:
         try:
-            record = json.loads(raw)
+            record = read_json(raw)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ValueError(f"not JSON ({exc})") from None
         if not isinstance(record, dict):
