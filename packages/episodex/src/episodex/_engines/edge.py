@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import threading
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from episodex._common.errors import (
     StoreLockedError,
     ValidationError,
 )
+from episodex._common.files import atomic_write
 from episodex._engines.base import StreamRanks, explain_fused, stream_searches
 from episodex._engines.plan import (
     CollectionSpec,
@@ -41,11 +43,35 @@ _MANIFEST = "episodex.json"
 
 # The binding returns a UUID point id as a new `uuid.UUID` (0.8 us each) and an integer id in a
 # tenth of that, and a recall reads hundreds of ids (the stream ranks). So points are stored
-# under a 64-bit integer taken from their UUID, and the UUID itself rides in the payload under
-# `_ID_KEY`, removed again before a payload leaves this module.
+# under a 64-bit integer key made from their UUID, and the UUID itself rides in the payload
+# under `_ID_KEY`, removed again before a payload leaves this module.
+#
+# The key is a hash of all 128 bits. The first scheme took the UUID's low 64 bits, which
+# `uuid1()` ids from one host share (clock sequence and node), so only the first such id was
+# storable; collections made with it keep it (their manifest says so). A hash key of a new id
+# that meets a stored one's is refused, and the refusal names no other id.
 _ID_KEY = "_episodex_id"
-_ID_SCHEME = "u64-of-uuid"
+_ID_SCHEME = "u64-hash-of-uuid"
 _LOW_64 = (1 << 64) - 1
+
+
+def _uuid(point_id: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(point_id)
+    except (ValueError, AttributeError, TypeError):
+        raise ValidationError(f"a point id must be a UUID string, got {point_id!r}") from None
+
+
+def _hash_key(point_id: str) -> int:
+    return int.from_bytes(hashlib.blake2b(_uuid(point_id).bytes, digest_size=8).digest(), "big")
+
+
+def _low_key(point_id: str) -> int:
+    return _uuid(point_id).int & _LOW_64
+
+
+Keyer = Callable[[str], int]
+_KEYERS: dict[str, Keyer] = {_ID_SCHEME: _hash_key, "u64-of-uuid": _low_key}
 
 
 def _canonical(point_id: str) -> str:
@@ -55,14 +81,7 @@ def _canonical(point_id: str) -> str:
         raise ValidationError(f"a point id must be a UUID string, got {point_id!r}") from None
 
 
-def _key(point_id: str) -> int:
-    try:
-        return uuid.UUID(point_id).int & _LOW_64
-    except (ValueError, AttributeError, TypeError):
-        raise ValidationError(f"a point id must be a UUID string, got {point_id!r}") from None
-
-
-def _condition(cond: Condition) -> Any:
+def _condition(cond: Condition, key: Keyer) -> Any:
     if isinstance(cond, Match):
         return qe.FieldCondition(cond.key, match=qe.MatchValue(cond.value))
     if isinstance(cond, MatchAny):
@@ -73,14 +92,14 @@ def _condition(cond: Condition) -> Any:
         return qe.FieldCondition(
             cond.key, range=qe.RangeFloat(gte=cond.gte, gt=cond.gt, lte=cond.lte, lt=cond.lt)
         )
-    return qe.HasIdCondition({_key(i) for i in cond.ids})
+    return qe.HasIdCondition({key(i) for i in cond.ids})
 
 
-def render_filter(flt: Filter) -> qe.Filter:
-    """Render a plan filter as a Qdrant Edge filter."""
+def render_filter(flt: Filter, key: Keyer = _hash_key) -> qe.Filter:
+    """Render a plan filter as a Qdrant Edge filter (`key`: the collection's id scheme)."""
     return qe.Filter(
-        must=[_condition(c) for c in flt.must] or None,
-        must_not=[_condition(c) for c in flt.must_not] or None,
+        must=[_condition(c, key) for c in flt.must] or None,
+        must_not=[_condition(c, key) for c in flt.must_not] or None,
     )
 
 
@@ -106,13 +125,15 @@ def _payload_selector(with_payload: bool | Sequence[str]) -> Any:
     return qe.PayloadSelector.Include([*fields, _ID_KEY])
 
 
-def render_request(req: Search | Fused, *, native_ids: bool = False) -> qe.QueryRequest:
+def render_request(
+    req: Search | Fused, *, native_ids: bool = False, key: Keyer = _hash_key
+) -> qe.QueryRequest:
     """Render a plan search as a Qdrant Edge query request.
 
     With `native_ids`, an id-only search returns no payload at all: its hits are matched by
     their integer ids, never turned into `Hit`s.
     """
-    flt = render_filter(req.filter)
+    flt = render_filter(req.filter, key)
     if isinstance(req, Search):
         plain = native_ids and req.with_payload is False
         return qe.QueryRequest(
@@ -186,6 +207,7 @@ class EdgeEngine:
         except OSError as exc:
             raise ConfigurationError(f"cannot create the store folder {self._root}: {exc}") from exc
         self._shards: dict[str, qe.EdgeShard] = {}
+        self._keys: dict[str, Keyer] = {}
         self._lock = threading.RLock()
         self._closed = False
 
@@ -198,6 +220,10 @@ class EdgeEngine:
     def root(self) -> Path:
         """The store folder."""
         return self._root
+
+    def _key(self, collection: str) -> Keyer:
+        self._shard(collection)  # the same error for a closed store or an unknown collection
+        return self._keys[collection]
 
     def _shard(self, collection: str) -> qe.EdgeShard:
         if self._closed:
@@ -216,7 +242,7 @@ class EdgeEngine:
                 return _read_manifest(manifest) if manifest.exists() else {}
             if manifest.exists():
                 stored = _read_manifest(manifest)
-                if stored.get("edge_point_ids") != _ID_SCHEME:
+                if stored.get("edge_point_ids") not in _KEYERS:
                     raise EngineError(
                         f"{folder} was made by a development version of episodex that stored "
                         "UUID point ids; export it with that version and import the file into a "
@@ -227,6 +253,7 @@ class EdgeEngine:
                 except Exception as exc:
                     raise _engine_error(exc, f"cannot open {folder}") from exc
                 self._shards[spec.name] = shard
+                self._keys[spec.name] = _KEYERS[stored["edge_point_ids"]]
                 return stored
             config = qe.EdgeConfig(
                 vectors={
@@ -274,20 +301,21 @@ class EdgeEngine:
             except Exception as exc:
                 raise _engine_error(exc, f"cannot create {folder}") from exc
             # The manifest is written last and atomically: its presence means "fully created".
-            tmp = manifest.with_suffix(".tmp")
             stored = {**spec.metadata, "edge_point_ids": _ID_SCHEME}
-            tmp.write_text(json.dumps(stored, sort_keys=True))
-            tmp.replace(manifest)
+            with atomic_write(manifest) as fh:
+                fh.write(json.dumps(stored, sort_keys=True))
             self._shards[spec.name] = shard
+            self._keys[spec.name] = _KEYERS[_ID_SCHEME]
             return stored
 
     def upsert(self, collection: str, points: Sequence[Point]) -> None:
         """Insert or replace points in one update operation."""
         if not points:
             return
+        key = self._key(collection)
         rendered = [
             qe.Point(
-                _key(p.id),
+                key(p.id),
                 {**p.dense, **{k: _vector(v) for k, v in p.sparse.items()}},
                 {**p.payload, _ID_KEY: _canonical(p.id)},
             )
@@ -295,22 +323,22 @@ class EdgeEngine:
         ]
         with self._lock:
             shard = self._shard(collection)
-            self._refuse_key_collisions(shard, points)
+            self._refuse_key_collisions(shard, points, key)
             try:
                 shard.update(qe.UpdateOperation.upsert_points(rendered))
             except Exception as exc:
                 raise _engine_error(exc, "upsert failed") from exc
 
     @staticmethod
-    def _refuse_key_collisions(shard: qe.EdgeShard, points: Sequence[Point]) -> None:
-        # Two UUIDs sharing their low 64 bits would share a point: refuse the second one rather
-        # than let it replace the first (which may belong to another tenant).
+    def _refuse_key_collisions(shard: qe.EdgeShard, points: Sequence[Point], key: Keyer) -> None:
+        # Two UUIDs with one key would share a point: refuse the second one rather than let it
+        # replace the first (which may belong to another tenant), and name no stored id.
         wanted: dict[int, str] = {}
         for p in points:
-            key, pid = _key(p.id), _canonical(p.id)
-            if wanted.setdefault(key, pid) != pid:
+            k, pid = key(p.id), _canonical(p.id)
+            if wanted.setdefault(k, pid) != pid:
                 raise ValidationError(
-                    f"point ids {wanted[key]!r} and {pid!r} collide in the embedded engine; use another id"
+                    f"point ids {wanted[k]!r} and {pid!r} collide in the embedded engine; use another id"
                 )
         try:
             records, _ = shard.scroll(
@@ -328,8 +356,8 @@ class EdgeEngine:
             claimed = wanted.get(int(record.id))
             if stored is not None and stored != claimed:
                 raise ValidationError(
-                    f"point id {claimed!r} collides in the embedded engine with the stored id "
-                    f"{stored!r}; use another id"
+                    f"point id {claimed!r} cannot be stored in the embedded engine (its 64-bit "
+                    "key is taken); use another id"
                 )
 
     def delete(self, collection: str, flt: Filter) -> None:
@@ -337,13 +365,17 @@ class EdgeEngine:
         with self._lock:
             shard = self._shard(collection)
             try:
-                shard.update(qe.UpdateOperation.delete_points_by_filter(render_filter(flt)))
+                shard.update(
+                    qe.UpdateOperation.delete_points_by_filter(
+                        render_filter(flt, self._key(collection))
+                    )
+                )
             except Exception as exc:
                 raise _engine_error(exc, "delete failed") from exc
 
     def query(self, collection: str, requests: Sequence[Search | Fused]) -> list[list[Hit]]:
         """Run the requests as one batch."""
-        rendered = [render_request(r) for r in requests]
+        rendered = [render_request(r, key=self._key(collection)) for r in requests]
         with self._lock:
             shard = self._shard(collection)
             try:
@@ -359,8 +391,9 @@ class EdgeEngine:
         self, collection: str, requests: Sequence[Fused]
     ) -> list[list[tuple[Hit, StreamRanks]]]:
         """Fused searches with each hit's stream ranks, in one batch."""
-        rendered = [render_request(r) for r in requests]
-        rendered += [render_request(r, native_ids=True) for r in stream_searches(requests)]
+        key = self._key(collection)
+        rendered = [render_request(r, key=key) for r in requests]
+        rendered += [render_request(r, native_ids=True, key=key) for r in stream_searches(requests)]
         with self._lock:
             shard = self._shard(collection)
             try:
@@ -388,7 +421,7 @@ class EdgeEngine:
         request = qe.ScrollRequest(
             offset=int(offset) if offset is not None and order is None else None,
             limit=limit,
-            filter=render_filter(flt),
+            filter=render_filter(flt, self._key(collection)),
             with_payload=_payload_selector(with_payload),
             with_vector=False,
             order_by=order,
@@ -407,7 +440,13 @@ class EdgeEngine:
         with self._lock:
             shard = self._shard(collection)
             try:
-                return int(shard.count(qe.CountRequest(exact=True, filter=render_filter(flt))))
+                return int(
+                    shard.count(
+                        qe.CountRequest(
+                            exact=True, filter=render_filter(flt, self._key(collection))
+                        )
+                    )
+                )
             except Exception as exc:
                 raise _engine_error(exc, "count failed") from exc
 
