@@ -70,6 +70,7 @@ EPISODEX = [
     "StepGrade",
     "StepLessonMemory",
     "StepMemory",
+    "StoreClosedError",
     "StoreFileError",
     "StoreLockedError",
     "SyncEpisodicMemory",

@@ -81,7 +81,7 @@ def open_store(kind: str, folder: Path) -> JSONLTaskStore | QdrantTaskStore:
 
 
 def close(store: object) -> None:
-    if isinstance(store, QdrantTaskStore):
+    if isinstance(store, QdrantTaskStore | JSONLTaskStore):
         store.close()
 
 
@@ -334,6 +334,7 @@ async def test_jsonl_torn_last_line_is_reported_and_kept_aside(
     with store.path.open("ab") as fh:
         fh.write(fragment)  # a crash in the middle of the third write
     whole = store.path.read_bytes()
+    store.close()
 
     with pytest.raises(StoreFileError, match="torn line 3") as info:
         JSONLTaskStore(tmp_path, on_torn_line="raise")
@@ -348,6 +349,7 @@ async def test_jsonl_torn_last_line_is_reported_and_kept_aside(
     assert torn.saved_to.read_bytes() == fragment + b"\n"
     assert await reopened.count() == 2  # the whole lines before it are all there
     await reopened.write(corpus()[2])
+    reopened.close()
     again = JSONLTaskStore(tmp_path)
     assert again.torn_lines == []
     assert ids(await again.read_recent(5)) == ["t-french", "t-sales", "t-miles"]
@@ -357,9 +359,11 @@ async def test_jsonl_last_line_without_newline_is_kept(tmp_path: Path) -> None:
     store = JSONLTaskStore(tmp_path)
     await store.write(corpus()[0])
     store.path.write_bytes(store.path.read_bytes().rstrip(b"\n"))
+    store.close()
     reopened = JSONLTaskStore(tmp_path)
     assert reopened.torn_lines == [] and await reopened.count() == 1
     await reopened.write(corpus()[1])
+    reopened.close()
     assert await JSONLTaskStore(tmp_path).count() == 2
 
 
@@ -372,6 +376,7 @@ async def test_jsonl_bad_line_in_the_middle_raises_and_changes_nothing(tmp_path:
     lines.insert(2, b'{"op":"explode"}')
     store.path.write_bytes(b"\n".join(lines))
     whole = store.path.read_bytes()
+    store.close()
     with pytest.raises(StoreFileError, match="2 bad line") as info:
         JSONLTaskStore(tmp_path)
     assert [n for n, _ in info.value.errors] == [2, 3]
@@ -386,6 +391,7 @@ async def test_jsonl_compact_keeps_only_live_episodes(tmp_path: Path) -> None:
     await store.write(corpus()[0].replace(rollout="again"))
     assert await store.compact() == 3
     assert len(store.path.read_text().splitlines()) == 3
+    store.close()
     reopened = JSONLTaskStore(tmp_path)
     assert ids(await reopened.read_recent(5)) == ["t-recipe", "t-french", "t-miles"]
 

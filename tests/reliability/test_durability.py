@@ -171,8 +171,11 @@ def test_sigkill_during_jsonl_writes_keeps_every_returned_write(tmp_path: Path) 
         assert expected <= ids, f"round {round_}: lost {len(expected - ids)} returned writes"
         assert ids - expected <= in_flight
         expected |= ids
+        store.close()
         # The file is whole again: a fresh open finds no torn line.
-        assert JSONLTaskStore(folder, on_torn_line="raise").torn_lines == []
+        again = JSONLTaskStore(folder, on_torn_line="raise")
+        assert again.torn_lines == []
+        again.close()
 
 
 async def test_a_torn_last_jsonl_line_is_detected_and_reported(tmp_path: Path) -> None:
@@ -188,6 +191,7 @@ async def test_a_torn_last_jsonl_line_is_detected_and_reported(tmp_path: Path) -
     with store.path.open("ab") as fh:
         fh.write(last[: len(last) // 2])
     torn_file = store.path.read_bytes()
+    store.close()
 
     with pytest.raises(StoreFileError, match="torn line 4") as info:
         JSONLTaskStore(tmp_path, on_torn_line="raise")
@@ -201,6 +205,7 @@ async def test_a_torn_last_jsonl_line_is_detected_and_reported(tmp_path: Path) -
     assert store.path.read_bytes() == whole
     task = Task(instruction="after the crash")
     await repaired.write(Episode(task=task, result=TaskResult(task_id=task.id_, content="ok")))
+    repaired.close()
     assert await JSONLTaskStore(tmp_path, on_torn_line="raise").count() == 4
 
 

@@ -13,6 +13,7 @@ EpisodexError
 ├── UnknownTagError               (also a KeyError) a working-memory tag that is not registered
 ├── EngineError                   (also a RuntimeError) the vector engine failed
 │   ├── StoreLockedError          another process holds the embedded store open
+│   ├── StoreClosedError          the memory or store was closed (or its folder deleted)
 │   └── EngineUnavailableError    the Qdrant server could not be reached
 └── EmbeddingError                (also a RuntimeError) the embedding model failed
 ```
@@ -34,6 +35,7 @@ __all__ = [
     "GradingError",
     "ImportFileError",
     "NotFoundError",
+    "StoreClosedError",
     "StoreFileError",
     "StoreLockedError",
     "UnknownTagError",
@@ -106,6 +108,10 @@ class EngineError(EpisodexError, RuntimeError):
 
 class StoreLockedError(EngineError):
     """Another process (or another open memory) holds the embedded store folder."""
+
+
+class StoreClosedError(EngineError):
+    """The memory or store was closed, or its folder deleted while open; nothing was written."""
 
 
 class EngineUnavailableError(EngineError):

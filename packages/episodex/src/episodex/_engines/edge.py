@@ -20,6 +20,7 @@ from episodex._common.errors import (
     ValidationError,
 )
 from episodex._common.files import atomic_write
+from episodex._common.lockfile import FolderLock
 from episodex._engines.base import StreamRanks, explain_fused, stream_searches
 from episodex._engines.plan import (
     CollectionSpec,
@@ -206,6 +207,15 @@ class EdgeEngine:
             self._root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise ConfigurationError(f"cannot create the store folder {self._root}: {exc}") from exc
+        # Before anything is created: a second process gets StoreLockedError, not a race.
+        self._folder_lock = FolderLock(
+            self._root,
+            what="the store",
+            advice=(
+                "close that one first, or, for several processes, run a Qdrant server and open "
+                'it with EpisodicMemory(url="http://localhost:6333")'
+            ),
+        )
         self._shards: dict[str, qe.EdgeShard] = {}
         self._keys: dict[str, Keyer] = {}
         self._lock = threading.RLock()
@@ -323,6 +333,7 @@ class EdgeEngine:
         ]
         with self._lock:
             shard = self._shard(collection)
+            self._folder_lock.check()
             self._refuse_key_collisions(shard, points, key)
             try:
                 shard.update(qe.UpdateOperation.upsert_points(rendered))
@@ -364,6 +375,7 @@ class EdgeEngine:
         """Delete the points matching `flt`."""
         with self._lock:
             shard = self._shard(collection)
+            self._folder_lock.check()
             try:
                 shard.update(
                     qe.UpdateOperation.delete_points_by_filter(
@@ -468,9 +480,21 @@ class EdgeEngine:
             if self._closed:
                 return
             self._closed = True
-            for shard in self._shards.values():
+            failures: list[str] = []
+            for name, shard in self._shards.items():
                 try:
                     shard.flush()
+                except Exception as exc:
+                    failures.append(f"{name}: {exc}")
                 finally:
-                    shard.close()
+                    try:
+                        shard.close()
+                    except Exception as exc:
+                        failures.append(f"{name}: {exc}")
             self._shards.clear()
+            self._folder_lock.release()
+            if failures:
+                raise EngineError(
+                    f"closing the store at {self._root} failed ({'; '.join(failures)}); what "
+                    "was acknowledged before is on disk unless the folder was deleted"
+                )

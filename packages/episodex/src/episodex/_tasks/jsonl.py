@@ -16,10 +16,12 @@ from typing import Any, Literal, Unpack
 from episodex._common.errors import (
     ConfigurationError,
     EpisodeNotFoundError,
+    StoreClosedError,
     StoreFileError,
     ValidationError,
 )
 from episodex._common.files import atomic_write
+from episodex._common.lockfile import FolderLock
 from episodex._common.text import bad_lines_summary
 from episodex._common.validation import read_json, require_int
 from episodex._engines.sparse import Bm25Encoder
@@ -102,6 +104,14 @@ class JSONLTaskStore:
         except OSError as exc:
             raise ConfigurationError(f"cannot create the store folder {self.dir}: {exc}") from exc
         self.path = self.dir / filename
+        # Held while open: a second writer of the file (another process, or another store
+        # object) would lose writes to the other's compaction.
+        self._file_lock = FolderLock(
+            self.dir,
+            name=f".{filename}.lock",
+            what="the task store",
+            advice="close that store first (`close()`), or share one store object",
+        )
         self.torn_lines: list[TornLine] = []
         """Torn last lines found and moved aside when the store was opened."""
         self._fsync = fsync
@@ -112,7 +122,12 @@ class JSONLTaskStore:
         self._df: Counter[int] = Counter()
         self._seq = 0
         self._needs_newline = False
-        self._load(on_torn_line)
+        self._closed = False
+        try:
+            self._load(on_torn_line)
+        except BaseException:
+            self._file_lock.release()  # a store that failed to open holds nothing
+            raise
 
     # -- the file ------------------------------------------------------------------------
 
@@ -203,7 +218,21 @@ class JSONLTaskStore:
         )
         return torn
 
+    def close(self) -> None:
+        """Release the file for another store object or process (idempotent)."""
+        self._file_lock.release()
+        self._closed = True
+
+    def __enter__(self) -> JSONLTaskStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
     def _append(self, record: Mapping[str, Any]) -> None:
+        if self._closed:
+            raise StoreClosedError("the task store is closed")
+        self._file_lock.check()
         line = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
         if self._needs_newline:
             line = b"\n" + line
