@@ -101,7 +101,10 @@ texts = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=4
     | st.lists(st.floats(allow_nan=False, allow_infinity=False, width=32), min_size=1, max_size=4),
     meta=st.dictionaries(
         texts,
-        st.none() | st.integers() | texts | st.floats(allow_nan=False, allow_infinity=False),
+        st.none()
+        | st.integers(min_value=-(2**63), max_value=2**63 - 1)
+        | texts
+        | st.floats(allow_nan=False, allow_infinity=False),
         max_size=3,
     ),
 )
