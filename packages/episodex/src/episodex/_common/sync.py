@@ -21,11 +21,16 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
+import contextvars
 import functools
 import inspect
+import os
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar, overload
+
+from episodex._common.errors import StoreClosedError
 
 __all__ = ["SyncTwin", "blocking", "forward", "run_sync", "threaded"]
 
@@ -46,8 +51,10 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(coro)
+    # The caller's context variables come along, as they would into a task it awaited.
+    context = contextvars.copy_context()
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coro).result()
+        return pool.submit(context.run, asyncio.run, coro).result()
 
 
 def _unbound_signature(method: Callable[..., Any]) -> inspect.Signature:
@@ -169,25 +176,99 @@ def _like(call: Callable[P, T], method: Callable[..., Any], signature: inspect.S
 
 
 class _LoopThread:
-    """A private event loop in a daemon thread: sync callers submit coroutines to it."""
+    """A private event loop in a daemon thread: sync callers submit coroutines to it.
+
+    Each calling thread keeps its own `contextvars.Context` across calls, so state a memory
+    keeps per context (the lessons' attempt in progress) is per thread, as it is per task for
+    async callers. `stop()` fails the calls still running with `StoreClosedError` instead of
+    leaving their threads blocked, and a call from a forked child process (whose copy of this
+    loop has no thread) is refused at once instead of hanging.
+    """
 
     def __init__(self) -> None:
         self._loop = asyncio.new_event_loop()
+        self._pid = os.getpid()
+        self._closed = False
+        self._lock = threading.Lock()
+        self._running: set[concurrent.futures.Future[Any]] = set()
+        self._contexts = threading.local()
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="episodex-sync", daemon=True
         )
         self._thread.start()
 
+    def context(self) -> contextvars.Context:
+        context: contextvars.Context | None = getattr(self._contexts, "context", None)
+        if context is None:
+            context = contextvars.copy_context()
+            self._contexts.context = context
+        return context
+
     def run(self, coro: Awaitable[T]) -> T:
-        return asyncio.run_coroutine_threadsafe(_await(coro), self._loop).result()
+        if os.getpid() != self._pid:
+            _close_quietly(coro)
+            raise StoreClosedError(
+                "this memory was opened in another process (this is a fork of it, e.g. a "
+                "gunicorn --preload worker or a multiprocessing child): open it again in this "
+                "process"
+            )
+        done: concurrent.futures.Future[T] = concurrent.futures.Future()
+        context = self.context()
+
+        def start() -> None:
+            if not done.set_running_or_notify_cancel():
+                _close_quietly(coro)
+                return
+            task = self._loop.create_task(_await(coro), context=context)
+            task.add_done_callback(lambda t: _settle(t, done))
+
+        with self._lock:
+            if self._closed:
+                _close_quietly(coro)
+                raise StoreClosedError("this memory is closed; open a new one")
+            self._running.add(done)
+        try:
+            self._loop.call_soon_threadsafe(start)
+            return done.result()
+        finally:
+            with self._lock:
+                self._running.discard(done)
 
     def stop(self) -> None:
-        if self._loop.is_closed():
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            running = list(self._running)
+        for future in running:  # callers still waiting are told, not left blocked
+            if not future.done():
+                with contextlib.suppress(concurrent.futures.InvalidStateError):
+                    future.set_exception(
+                        StoreClosedError("the memory was closed while this call was running")
+                    )
+        if self._loop.is_closed() or os.getpid() != self._pid:
             return
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=5)
         if not self._thread.is_alive():
             self._loop.close()
+
+
+def _settle(task: asyncio.Task[T], done: concurrent.futures.Future[T]) -> None:
+    if done.done():
+        return
+    if task.cancelled():
+        done.set_exception(StoreClosedError("the call was cancelled"))
+    elif (exc := task.exception()) is not None:
+        done.set_exception(exc)
+    else:
+        done.set_result(task.result())
+
+
+def _close_quietly(coro: Awaitable[Any]) -> None:
+    close = getattr(coro, "close", None)
+    if callable(close):
+        close()  # a coroutine that will never run must not warn "never awaited"
 
 
 async def _await(awaitable: Awaitable[T]) -> T:
@@ -210,6 +291,10 @@ class SyncTwin:
     def close(self) -> None:
         """Stop the private event loop."""
         self._loop.stop()
+
+    def in_thread_context(self, read: Callable[[], T]) -> T:
+        """Read state the target keeps per context, as this thread's calls see it."""
+        return self._loop.context().run(read)
 
     def __enter__(self) -> Self:
         return self

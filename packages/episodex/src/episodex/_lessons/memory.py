@@ -11,8 +11,10 @@ from `lesson_scope` (`store.py`), which needs all three.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import uuid
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Unpack
@@ -67,6 +69,14 @@ class Attempt:
     rep: int
     task: str | None
     resumed: bool
+
+
+#: Attempts kept in memory per `StepLessonMemory` (the oldest are forgotten; stored steps stay).
+_KEPT_ATTEMPTS = 1024
+
+
+def _last_step(steps: Mapping[str, StepMemory]) -> StepMemory | None:
+    return max(steps.values(), key=lambda m: m.step_num, default=None)
 
 
 class StepLessonMemory:
@@ -148,8 +158,12 @@ class StepLessonMemory:
             "final_k": require_int("final_k", final_k, minimum=0),
         }
         self._store = LessonStore(engine, self.embedder, collection)
-        self._episode: Attempt | None = None
-        self._steps: dict[str, StepMemory] = {}
+        # Attempts in progress, by run id; which one a call means is per asyncio task (or per
+        # thread, through the sync twin): one shared instance never mixes two users' attempts.
+        self._attempts: OrderedDict[str, tuple[Attempt, dict[str, StepMemory]]] = OrderedDict()
+        self._current: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+            f"episodex_lessons_attempt_{id(self)}", default=None
+        )
 
     @classmethod
     def from_memory(cls, memory: EngineHost[Engine, Embedder], **options: Any) -> StepLessonMemory:
@@ -163,20 +177,50 @@ class StepLessonMemory:
 
     @property
     def episode(self) -> Attempt | None:
-        """The attempt in progress, or None before `init_episode`."""
-        return self._episode
+        """The attempt in progress in this task (or thread), or None before `init_episode`."""
+        run = self._current_run()
+        return None if run is None else self._attempts[run][0]
 
     @property
     def steps(self) -> list[StepMemory]:
         """The steps of the attempt in progress, in order."""
-        return sorted(self._steps.values(), key=lambda m: m.step_num)
+        run = self._current_run()
+        steps = {} if run is None else self._attempts[run][1]
+        return sorted(steps.values(), key=lambda m: m.step_num)
 
-    def _require_episode(self) -> Attempt:
-        if self._episode is None:
+    def _current_run(self) -> str | None:
+        run = self._current.get()
+        if run is not None and run in self._attempts:
+            return run
+        # A caller outside the task that started the attempt (e.g. a callback): unambiguous
+        # only while a single attempt is open.
+        if len(self._attempts) == 1 and run is None:
+            return next(iter(self._attempts))
+        return None
+
+    def _require_episode(self, attempt: Attempt | None = None) -> Attempt:
+        if attempt is not None:
+            if not isinstance(attempt, Attempt):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise ValidationError(f"attempt must be an Attempt, got {type(attempt).__name__}")
+            if attempt.run_id not in self._attempts:
+                raise ValidationError(
+                    f"attempt {attempt.run_id!r} is not in progress here; resume it with "
+                    "init_episode(session_id, user_id=..., agent_id=..., run_id=...)"
+                )
+            return self._attempts[attempt.run_id][0]
+        run = self._current_run()
+        if run is None:
             raise ValidationError(
-                "no episode in progress: call init_episode(session_id, user_id=..., agent_id=...) first"
+                "no episode in progress in this task: call init_episode(session_id, "
+                "user_id=..., agent_id=...) first, or pass the Attempt it returned as attempt="
+                if len(self._attempts) <= 1
+                else "several attempts are in progress on this memory and none was started in "
+                "this task: pass the Attempt that init_episode returned as attempt="
             )
-        return self._episode
+        return self._attempts[run][0]
+
+    def _steps_of(self, episode: Attempt) -> dict[str, StepMemory]:
+        return self._attempts[episode.run_id][1]
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -207,7 +251,7 @@ class StepLessonMemory:
             rep = own[0].rep
         else:
             rep = max((int(p["rep"]) for _, p in rows), default=0) + 1
-        self._episode = Attempt(
+        attempt = Attempt(
             user_id=user_id,
             agent_id=agent_id,
             session_id=session_id,
@@ -216,8 +260,12 @@ class StepLessonMemory:
             task=task,
             resumed=bool(rows),
         )
-        self._steps = {m.step_id: m for m in own}
-        return self._episode
+        self._attempts[attempt.run_id] = (attempt, {m.step_id: m for m in own})
+        self._attempts.move_to_end(attempt.run_id)
+        while len(self._attempts) > _KEPT_ATTEMPTS:
+            self._attempts.popitem(last=False)
+        self._current.set(attempt.run_id)
+        return attempt
 
     async def record_step_start(
         self,
@@ -229,17 +277,19 @@ class StepLessonMemory:
         think: str | None = None,
         step_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        attempt: Attempt | None = None,
     ) -> StepMemory:
         """Record an action the agent is taking, with the state it saw and its reasoning.
 
         The previous step's `env_post` becomes this step's `env_pre` when it was not set.
         The step is pending and kept in memory until `persist_memories`.
         """
-        episode = self._require_episode()
+        episode = self._require_episode(attempt)
+        steps = self._steps_of(episode)
         env = EnvState.parse(env_pre, where="env_pre: ")
-        step_num = max((m.step_num for m in self._steps.values()), default=0) + 1
+        step_num = max((m.step_num for m in steps.values()), default=0) + 1
         step_id = f"rep{episode.rep}-step{step_num}" if step_id is None else step_id
-        if step_id in self._steps:
+        if step_id in steps:
             raise ValidationError(
                 f"step_id {step_id!r} is already used in this attempt; give each step its own id"
             )
@@ -260,22 +310,23 @@ class StepLessonMemory:
                 "metadata": {} if metadata is None else metadata,
             }
         )
-        previous = self._last_step()
+        previous = _last_step(steps)
         if previous is not None and previous.env_post is None:
-            self._steps[previous.step_id] = previous.replace(env_post=env)
-        self._steps[step_id] = memory
+            steps[previous.step_id] = previous.replace(env_post=env)
+        steps[step_id] = memory
         return memory
 
-    def _last_step(self) -> StepMemory | None:
-        return max(self._steps.values(), key=lambda m: m.step_num, default=None)
-
     async def record_step_end(
-        self, env_post: EnvState | Mapping[str, Any], *, step_id: str | None = None
+        self,
+        env_post: EnvState | Mapping[str, Any],
+        *,
+        step_id: str | None = None,
+        attempt: Attempt | None = None,
     ) -> StepMemory:
         """Record the state after a step (the last one unless `step_id` is given)."""
-        self._require_episode()
+        steps = self._steps_of(self._require_episode(attempt))
         env = EnvState.parse(env_post, where="env_post: ")
-        step = self._steps.get(step_id) if step_id is not None else self._last_step()
+        step = steps.get(step_id) if step_id is not None else _last_step(steps)
         if step is None:
             raise ValidationError(
                 f"no step {step_id!r} in this attempt"
@@ -283,33 +334,38 @@ class StepLessonMemory:
                 else "no step recorded yet"
             )
         updated = step.replace(env_post=env)
-        self._steps[step.step_id] = updated
+        steps[step.step_id] = updated
         return updated
 
     async def persist_memories(
-        self, *, final_env: EnvState | Mapping[str, Any] | None = None
+        self,
+        *,
+        final_env: EnvState | Mapping[str, Any] | None = None,
+        attempt: Attempt | None = None,
     ) -> list[str]:
         """Store the attempt's steps (embedding their internal states); returns their ids.
 
         `final_env` is the state after the last step, if not recorded yet. Storing again
         replaces the stored copies.
         """
-        self._require_episode()
-        last = self._last_step()
+        episode = self._require_episode(attempt)
+        steps = self._steps_of(episode)
+        last = _last_step(steps)
         if final_env is not None and last is not None and last.env_post is None:
-            await self.record_step_end(final_env)
-        snapshot = self.steps
+            await self.record_step_end(final_env, attempt=episode)
+        snapshot = sorted(steps.values(), key=lambda m: m.step_num)
         stored = await asyncio.to_thread(self._store.write, snapshot)
         for memory in stored:
-            if (
-                self._steps.get(memory.step_id) is not None
-                and self._steps[memory.step_id].id == memory.id
-            ):
-                self._steps[memory.step_id] = memory
+            if steps.get(memory.step_id) is not None and steps[memory.step_id].id == memory.id:
+                steps[memory.step_id] = memory
         return [m.id for m in stored]
 
     async def add_grades(
-        self, grading_result: GradingResult | Mapping[str, Any], *, run_id: str | None = None
+        self,
+        grading_result: GradingResult | Mapping[str, Any],
+        *,
+        run_id: str | None = None,
+        attempt: Attempt | None = None,
     ) -> list[StepMemory]:
         """Apply a grading result to an attempt's steps and store them; returns the steps.
 
@@ -320,12 +376,13 @@ class StepLessonMemory:
         Args:
             grading_result: The grades.
             run_id: The attempt to grade (default: the one in progress).
+            attempt: The attempt in progress (default: the one this task started).
         """
-        episode = self._require_episode()
+        episode = self._require_episode(attempt)
         result = GradingResult.parse(grading_result, where="grading_result: ")
         current = run_id is None or run_id == episode.run_id
         if current:
-            steps = self.steps
+            steps = sorted(self._steps_of(episode).values(), key=lambda m: m.step_num)
         else:
             scope = lesson_scope(episode.user_id, episode.agent_id, episode.session_id)
             steps = await asyncio.to_thread(
@@ -358,37 +415,45 @@ class StepLessonMemory:
             updated.append(memory.replace(**changes))
         stored = await asyncio.to_thread(self._store.write, updated)
         if current:
-            self._steps = {m.step_id: m for m in stored}
+            self._attempts[episode.run_id] = (episode, {m.step_id: m for m in stored})
         return stored
 
-    async def grade_episode(self, grader: Grader | None = None) -> GradingResult | None:
+    async def grade_episode(
+        self, grader: Grader | None = None, *, attempt: Attempt | None = None
+    ) -> GradingResult | None:
         """Grade the attempt in progress with `grader` (or the memory's) and store the grades.
 
         Returns None, and logs a warning, when there is no grader: the steps stay pending and
         will never be lessons.
         """
-        episode = self._require_episode()
+        episode = self._require_episode(attempt)
+        steps = sorted(self._steps_of(episode).values(), key=lambda m: m.step_num)
         grader = grader if grader is not None else self.grader
         if grader is None:
             _log.warning(
                 "no grader: the %d step(s) of session %r rep %d are stored as pending and will "
                 "never become lessons; pass grader= to StepLessonMemory or end_episode",
-                len(self._steps),
+                len(steps),
                 episode.session_id,
                 episode.rep,
             )
             return None
-        raw = await grader.grade(self.steps, task=episode.task)
+        raw = await grader.grade(steps, task=episode.task)
         result = GradingResult.parse(raw, where=f"{type(grader).__name__} returned ")
-        await self.add_grades(result)
+        await self.add_grades(result, attempt=episode)
         return result
 
     async def end_episode(
-        self, *, final_env: EnvState | Mapping[str, Any] | None = None, grader: Grader | None = None
+        self,
+        *,
+        final_env: EnvState | Mapping[str, Any] | None = None,
+        grader: Grader | None = None,
+        attempt: Attempt | None = None,
     ) -> GradingResult | None:
         """Store the attempt's steps, then grade them (see `grade_episode`)."""
-        await self.persist_memories(final_env=final_env)
-        return await self.grade_episode(grader)
+        episode = self._require_episode(attempt)
+        await self.persist_memories(final_env=final_env, attempt=episode)
+        return await self.grade_episode(grader, attempt=episode)
 
     # -- retrieval -----------------------------------------------------------------------
 
@@ -396,6 +461,8 @@ class StepLessonMemory:
         self,
         current_env: EnvState | Mapping[str, Any],
         current_state: str,
+        *,
+        attempt: Attempt | None = None,
         **options: Unpack[LessonOptions],
     ) -> list[RetrievedLesson]:
         """The lessons of earlier attempts for the current page and internal state, best first.
@@ -410,7 +477,7 @@ class StepLessonMemory:
                 f"retrieve_memories() got unexpected keyword argument(s) {unknown}; its options "
                 f"are {sorted(LessonOptions.__optional_keys__)}"
             )
-        episode = self._require_episode()
+        episode = self._require_episode(attempt)
         env = EnvState.parse(current_env, where="current_env: ")
         if not isinstance(current_state, str):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ValidationError(
@@ -449,10 +516,14 @@ class StepLessonMemory:
         self,
         current_env: EnvState | Mapping[str, Any],
         current_state: str,
+        *,
+        attempt: Attempt | None = None,
         **options: Unpack[LessonOptions],
     ) -> str:
         """The REPEAT/AVOID prompt block for the current state (`""` when there is none)."""
-        return format_lessons(await self.retrieve_memories(current_env, current_state, **options))
+        return format_lessons(
+            await self.retrieve_memories(current_env, current_state, attempt=attempt, **options)
+        )
 
     async def load_all_memories_for_session(
         self,
@@ -462,7 +533,7 @@ class StepLessonMemory:
         agent_id: str | None = None,
     ) -> list[StepMemory]:
         """Every stored step of a session, by rep then step (defaults: the episode in progress)."""
-        episode = self._episode
+        episode = self.episode
         user_id = user_id if user_id is not None else (episode.user_id if episode else None)
         agent_id = agent_id if agent_id is not None else (episode.agent_id if episode else None)
         session_id = (
@@ -531,8 +602,16 @@ class SyncStepLessonMemory(SyncTwin):
     grader = forward[Grader | None]("lessons", "The grader of each attempt; None: no lessons.")
     defaults = forward[dict[str, Any]]("lessons", "The default retrieval options.")
     lessons_enabled = forward[bool]("lessons", "True when a grader is set.")
-    episode = forward[Attempt | None]("lessons", "The attempt in progress, or None.")
-    steps = forward[list[StepMemory]]("lessons", "The steps of the attempt in progress.")
+
+    @property
+    def episode(self) -> Attempt | None:
+        """The attempt this thread has in progress, or None."""
+        return self.in_thread_context(lambda: self.lessons.episode)
+
+    @property
+    def steps(self) -> list[StepMemory]:
+        """The steps of the attempt this thread has in progress."""
+        return self.in_thread_context(lambda: self.lessons.steps)
 
     def close(self) -> None:
         """Stop the private event loop (the engine belongs to whoever opened it)."""
