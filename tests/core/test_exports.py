@@ -12,6 +12,8 @@ import importlib.metadata
 import inspect
 import subprocess
 import sys
+import tomllib
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -121,15 +123,25 @@ LLAMA_INDEX_MEMORY_EPISODEX = [
     "offline_tokenizer",
 ]
 
+EPISODEX_TESTING = ["HashEmbedder"]
+
 DOCUMENTED = {
     "episodex": EPISODEX,
+    "episodex.testing": EPISODEX_TESTING,
     "langchain_episodex": LANGCHAIN_EPISODEX,
     "llama_index.memory.episodex": LLAMA_INDEX_MEMORY_EPISODEX,
 }
 DISTRIBUTIONS = {
     "episodex": "episodex",
+    "episodex.testing": "episodex",
     "langchain_episodex": "langchain-episodex",
     "llama_index.memory.episodex": "llama-index-memory-episodex",
+}
+ROOT = Path(__file__).resolve().parents[2]
+PYPROJECTS = {
+    "episodex": ROOT / "packages" / "episodex" / "pyproject.toml",
+    "langchain-episodex": ROOT / "integrations" / "langchain" / "pyproject.toml",
+    "llama-index-memory-episodex": ROOT / "integrations" / "llama-index" / "pyproject.toml",
 }
 PACKAGES = list(DOCUMENTED)
 
@@ -198,12 +210,14 @@ def test_exported_constants_are_immutable(package: str) -> None:
 
 @pytest.mark.parametrize("package", PACKAGES)
 def test_version_matches_the_installed_distribution(package: str) -> None:
+    # The installed metadata, the source's pyproject.toml and `__version__` (where exported)
+    # must agree, so a release bumps all of them together.
     module = importlib.import_module(package)
     version = importlib.metadata.version(DISTRIBUTIONS[package])
+    with PYPROJECTS[DISTRIBUTIONS[package]].open("rb") as f:
+        assert version == tomllib.load(f)["project"]["version"]
     if "__version__" in exports(package):
         assert module.__version__ == version
-    else:
-        assert version  # the distribution is installed even if it does not export __version__
 
 
 def test_the_core_imports_no_framework() -> None:

@@ -23,6 +23,7 @@ from episodex._lessons.graders import ProgrammaticGrader
 from episodex._lessons.memory import StepLessonMemory, SyncStepLessonMemory
 from episodex._lessons.model import EnvState, StepMemory
 from episodex._lessons.ranking import jaccard, rank_lessons
+from episodex.testing import HashEmbedder
 
 TICKET = [
     "[12] button 'Priority'",
@@ -434,18 +435,8 @@ def test_other_embedder_on_the_same_collection_is_refused(
 ) -> None:
     StepLessonMemory(engine, embedder)
 
-    class Tiny:
-        model_id = "tiny"
-        dimension = 3
-
-        def embed_documents(self, texts: Any) -> Any:
-            return np.ones((len(texts), 3), dtype=np.float32)
-
-        def embed_query(self, text: str) -> Any:
-            return np.ones(3, dtype=np.float32)
-
     with pytest.raises(EmbedderMismatchError, match="step-lesson collection"):
-        StepLessonMemory(engine, Tiny())
+        StepLessonMemory(engine, HashEmbedder(dimension=3, model_id="tiny"))
 
 
 def test_configuration_errors(engine: Engine, embedder: Embedder) -> None:

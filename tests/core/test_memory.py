@@ -5,6 +5,7 @@ import threading
 from collections.abc import Sequence
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 from episodex import (
     ConfigurationError,
@@ -14,32 +15,21 @@ from episodex import (
     SyncEpisodicMemory,
     ValidationError,
 )
+from episodex.testing import HashEmbedder
 
 
-class CountingEmbedder:
-    """Wraps the real embedder and counts its calls."""
+class CountingEmbedder(HashEmbedder):
+    """The shipped test embedder, counting the texts of each `embed_documents` call."""
 
     __test__ = False
 
-    def __init__(self, inner, *, model_id: str | None = None) -> None:
-        self.inner = inner
+    def __init__(self) -> None:
+        super().__init__()
         self.calls: list[int] = []
-        self._id = model_id or inner.model_id
 
-    @property
-    def model_id(self) -> str:
-        return self._id
-
-    @property
-    def dimension(self) -> int:
-        return self.inner.dimension
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+    def embed_documents(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         self.calls.append(len(texts))
-        return self.inner.embed_documents(texts)
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return self.inner.embed_query(text)
+        return super().embed_documents(texts)
 
 
 def _ep(i: int, user: str = "u") -> dict:
@@ -52,8 +42,8 @@ def _ep(i: int, user: str = "u") -> dict:
     }
 
 
-async def test_memorize_embeds_both_summaries_in_one_batch(embedder) -> None:
-    counting = CountingEmbedder(embedder)
+async def test_memorize_embeds_both_summaries_in_one_batch() -> None:
+    counting = CountingEmbedder()
     mem = EpisodicMemory(location=":memory:", embedder=counting)
     await mem.memorize(
         short_summary="s", long_summary="l", user_id="u", agent_id="a", conversation_id="c"
@@ -81,7 +71,9 @@ async def test_reopening_with_another_embedder_is_refused(tmp_path, embedder) ->
     await mem.memorize(**{k: v for k, v in _ep(0).items()})
     mem.close()
     with pytest.raises(EmbedderMismatchError, match="created with embedder"):
-        EpisodicMemory(path=path, embedder=CountingEmbedder(embedder, model_id="other/model"))
+        EpisodicMemory(
+            path=path, embedder=HashEmbedder(dimension=embedder.dimension, model_id="other/model")
+        )
     again = EpisodicMemory(path=path, embedder=embedder)  # the failed open released the folder
     assert await again.count(user_id="u", agent_id="a") == 1
     again.close()

@@ -8,7 +8,6 @@ from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import numpy as np
 import pytest
 from episodex import JSONLTaskStore, QdrantTaskStore, StoreFileError, TaskStore
 from episodex._common.errors import (
@@ -22,6 +21,7 @@ from episodex._engines.plan import Filter, Match
 from episodex._episodes.memory import EpisodicMemory
 from episodex._tasks.model import Episode, Task, TaskResult
 from episodex._tasks.store import episode_point_id
+from episodex.testing import HashEmbedder
 
 T0 = datetime(2024, 3, 1, 8, 0, tzinfo=UTC)
 
@@ -406,20 +406,6 @@ def test_jsonl_configuration_errors(tmp_path: Path) -> None:
 # -- Qdrant ------------------------------------------------------------------------------
 
 
-class EightDims:
-    """A deterministic fake embedder with another id and size than the bundled one."""
-
-    __test__ = False
-    model_id = "fake-8"
-    dimension = 8
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        return np.ones((len(texts), 8), dtype=np.float32)
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return np.ones(8, dtype=np.float32)
-
-
 async def test_qdrant_store_shares_an_episodic_memory_folder(tmp_path: Path) -> None:
     memory = EpisodicMemory(path=tmp_path)
     try:
@@ -445,7 +431,7 @@ async def test_qdrant_store_shares_an_episodic_memory_folder(tmp_path: Path) -> 
 async def test_qdrant_store_refuses_another_embedder(tmp_path: Path) -> None:
     QdrantTaskStore(path=tmp_path).close()
     with pytest.raises(EmbedderMismatchError, match="fake-8"):
-        QdrantTaskStore(path=tmp_path, embedder=EightDims())
+        QdrantTaskStore(path=tmp_path, embedder=HashEmbedder(dimension=8, model_id="fake-8"))
     QdrantTaskStore(path=tmp_path).close()  # the failed open released the folder
 
 

@@ -1,19 +1,15 @@
-"""Shared pieces of the reliability tests: a fake embedder, store snapshots, backends."""
+"""Shared pieces of the reliability tests: store snapshots, backends."""
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import os
-import re
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
 import pytest
 from episodex import EpisodicMemory
 from episodex._engines.plan import Filter
@@ -26,44 +22,6 @@ COLLECTION = "episodes"
 BACKENDS: list[Any] = ["edge", "memory"]
 if QDRANT_URL:
     BACKENDS.append(pytest.param("server", marks=[pytest.mark.server, pytest.mark.enable_socket]))
-
-
-class HashEmbedder:
-    """A deterministic bag-of-words embedder: exact, cheap vectors for property tests.
-
-    Every word is hashed to one dimension; one extra dimension is always set so that no
-    vector is ever zero (cosine of a zero vector is undefined).
-    """
-
-    __test__ = False
-
-    def __init__(self, *, dimension: int = 64, model_id: str = "test/hash-bag-of-words") -> None:
-        self._dim = dimension
-        self._id = model_id
-
-    @property
-    def model_id(self) -> str:
-        return self._id
-
-    @property
-    def dimension(self) -> int:
-        return self._dim
-
-    def _one(self, text: str) -> npt.NDArray[np.float32]:
-        vec = np.zeros(self._dim, dtype=np.float32)
-        vec[0] = 0.5
-        for word in re.findall(r"\w+", text.lower()):
-            digest = hashlib.blake2b(word.encode(), digest_size=4).digest()
-            vec[1 + int.from_bytes(digest, "little") % (self._dim - 1)] += 1.0
-        return vec / np.linalg.norm(vec)
-
-    def embed_documents(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        if not texts:
-            return np.zeros((0, self._dim), dtype=np.float32)
-        return np.stack([self._one(t) for t in texts])
-
-    def embed_query(self, text: str) -> npt.NDArray[np.float32]:
-        return self._one(text)
 
 
 def server_prefix() -> str:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from reliability._support import HashEmbedder
+from episodex.testing import HashEmbedder
 
 NAMESPACE = uuid.UUID("6f1c2a52-6c0e-4c55-9a53-0d5b0c1e7d11")
 

@@ -8,8 +8,7 @@ import threading
 from pathlib import Path
 
 from episodex import Episode, JSONLTaskStore, SyncEpisodicMemory, Task, TaskResult
-
-from tests.reliability._support import HashEmbedder
+from episodex.testing import HashEmbedder
 
 
 def _fill(mem: SyncEpisodicMemory, user: str, n: int) -> None:

@@ -30,8 +30,9 @@ from episodex import (
     default_embedder,
 )
 from episodex._embedders.base import MAX_INPUT_CHARS
+from episodex.testing import HashEmbedder
 
-from ._support import BACKENDS, HashEmbedder, open_memory, parse_export, snapshot, total_points
+from ._support import BACKENDS, open_memory, parse_export, snapshot, total_points
 
 GOOD = {
     "short_summary": "refund for order 1234",

@@ -22,8 +22,9 @@ from typing import Any
 import pytest
 from episodex import EpisodicMemory, JSONLTaskStore, StoreFileError, StoreLockedError
 from episodex._tasks.model import Episode, Task, TaskResult
+from episodex.testing import HashEmbedder
 
-from ._support import HashEmbedder, snapshot, total_points
+from ._support import snapshot, total_points
 from ._writer import episode, point_id
 
 WRITER = Path(__file__).with_name("_writer.py")
@@ -216,7 +217,7 @@ _SECOND_PROCESS = textwrap.dedent(
     import sys
     sys.path.insert(0, sys.argv[2])
     from episodex import EpisodicMemory, StoreLockedError
-    from reliability._support import HashEmbedder
+    from episodex.testing import HashEmbedder
     try:
         mem = EpisodicMemory(sys.argv[1], embedder=HashEmbedder())
     except StoreLockedError as exc:

@@ -25,6 +25,7 @@ from episodex import (
     ValidationError,
     default_embedder,
 )
+from episodex.testing import HashEmbedder
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -40,7 +41,6 @@ from ._support import (
     BACKENDS,
     QDRANT_API_KEY,
     QDRANT_URL,
-    HashEmbedder,
     drop_server_collections,
     parse_export,
     server_prefix,

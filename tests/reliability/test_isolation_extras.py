@@ -13,12 +13,13 @@ import pytest
 from episodex import EpisodicMemory, ValidationError
 from episodex._lessons.memory import StepLessonMemory
 from episodex._lessons.model import StepMemory
+from episodex.testing import HashEmbedder
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_episodex import EpisodicRetriever as LangChainRetriever
 from llama_index.memory.episodex import EpisodicRetriever as LlamaIndexRetriever
 
-from ._support import BACKENDS, HashEmbedder, open_memory
+from ._support import BACKENDS, open_memory
 
 USERS = ("alice", "Alice", "bob")
 AGENTS = ("web", "Web")

@@ -18,8 +18,7 @@ from episodex import (
     SyncStepLessonMemory,
     ValidationError,
 )
-
-from tests.reliability._support import HashEmbedder
+from episodex.testing import HashEmbedder
 
 PAGE = {
     "url": "https://desk.example/t/7",

@@ -22,10 +22,9 @@ from episodex import (
     TaskResult,
     ValidationError,
 )
+from episodex.testing import HashEmbedder
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from tests.reliability._support import HashEmbedder
 
 
 def _nest(levels: int) -> dict[str, Any]:

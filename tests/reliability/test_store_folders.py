@@ -20,8 +20,7 @@ from episodex import (
     Task,
     TaskResult,
 )
-
-from tests.reliability._support import HashEmbedder
+from episodex.testing import HashEmbedder
 
 TESTS = Path(__file__).resolve().parents[1]
 
@@ -117,7 +116,7 @@ _CREATOR = textwrap.dedent(
     import sys, time
     sys.path.insert(0, sys.argv[2])
     from episodex import EpisodicMemory, StoreLockedError
-    from reliability._support import HashEmbedder
+    from episodex.testing import HashEmbedder
     start = float(sys.argv[3])
     while time.time() < start:
         pass
