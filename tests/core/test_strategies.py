@@ -91,7 +91,7 @@ def parse(block: str) -> ET.Element:
 
 
 def instructions(block: str) -> list[str]:
-    return [ep.findtext("instruction") or "" for ep in parse(block)]
+    return [ep.findtext("task") or "" for ep in parse(block)]
 
 
 class FakeLLM:
@@ -296,7 +296,7 @@ async def test_each_memory_keeps_its_own_fields_unless_overridden(jsonl: JSONLTa
     block = await render_memories([ids_only], "x")
     assert [child.tag for child in parse(block)[0]] == ["id_"]
     block = await render_memories([ids_only], "x", include=["instruction"])
-    assert [child.tag for child in parse(block)[0]] == ["instruction"]
+    assert [child.tag for child in parse(block)[0]] == ["task"]
 
 
 async def test_injected_text_cannot_close_or_forge_the_block(store: TaskStore) -> None:
@@ -320,9 +320,9 @@ async def test_injected_text_cannot_close_or_forge_the_block(store: TaskStore) -
     assert block.count("<recalled_episodes>") == 1 and block.endswith("</recalled_episodes>")
     assert len(root) == 5  # five real episodes, nothing forged
     evil_ep = next(ep for ep in root if ep.findtext("result") == evil)
-    assert evil_ep.findtext("instruction") == task.instruction
+    assert evil_ep.findtext("task") == task.instruction
     assert evil_ep.findtext("reflection") == "&lt; not an entity <b>"
-    assert [c.tag for c in evil_ep] == ["instruction", "result", "reflection", "completed_at"]
+    assert [c.tag for c in evil_ep] == ["task", "result", "reflection", "completed_at"]
 
 
 # -- token budgets -----------------------------------------------------------------------
@@ -364,7 +364,7 @@ async def test_budget_trims_the_longest_field_of_the_last_episode(jsonl: JSONLTa
         root = parse(block)  # well-formed: no element or entity was cut in half
         assert len(root) == 1
         first = root[0]
-        assert first.findtext("instruction") == "Read the whole manual"
+        assert first.findtext("task") == "Read the whole manual"
         assert first.findtext("result") == "It says to restart & wait <5 min>"
         assert (first.findtext("rollout") or "").endswith("...")
         assert long_rollout.startswith(

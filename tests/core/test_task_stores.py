@@ -160,18 +160,19 @@ async def test_read_back_equals_what_was_written(store: TaskStore) -> None:
     assert (await store.search("table for two", k=1))[0] == ep
 
 
-async def test_writing_the_same_task_again_replaces_its_episode(filled: TaskStore) -> None:
+async def test_a_second_attempt_at_a_task_is_kept_and_its_id_rewrite_replaces(
+    filled: TaskStore,
+) -> None:
     again = episode(9, "t-miles", "Convert 3 miles to kilometres", "4.828 km")
     again = again.replace(id_="e-new")
     await filled.write(again)
-    await filled.write(again)
-    assert await filled.count() == 4
+    await filled.write(again)  # the same episode id again: replaced, not duplicated
+    assert await filled.count() == 5
     newest = (await filled.read_recent(1))[0]
     assert (
         newest.id_ == "e-new" and newest.result is not None and newest.result.content == "4.828 km"
     )
-    with pytest.raises(EpisodeNotFoundError):
-        await filled.delete("e-t-miles")  # the replaced episode is gone
+    await filled.delete("e-t-miles")  # the first attempt is still there
 
 
 async def test_an_episode_id_moved_to_another_task_is_not_duplicated(
@@ -435,13 +436,14 @@ async def test_qdrant_store_refuses_another_embedder(tmp_path: Path) -> None:
     QdrantTaskStore(path=tmp_path).close()  # the failed open released the folder
 
 
-async def test_qdrant_point_ids_derive_from_task_ids(tmp_path: Path) -> None:
-    assert episode_point_id("t-1") == episode_point_id("t-1") != episode_point_id("t-2")
+async def test_qdrant_point_ids_derive_from_episode_ids(tmp_path: Path) -> None:
+    assert episode_point_id("e-1") == episode_point_id("e-1") != episode_point_id("e-2")
+    assert episode_point_id("e-1") != episode_point_id("e-1", ("u1", None))
     store = QdrantTaskStore(location=":memory:")
     try:
         await store.write(corpus()[0])
         hits, _ = store.engine.scroll(store.collection, Filter(), limit=5)
-        assert [h.id for h in hits] == [episode_point_id("t-miles")]
+        assert [h.id for h in hits] == [episode_point_id("e-t-miles")]
     finally:
         store.close()
 

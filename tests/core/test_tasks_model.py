@@ -36,7 +36,7 @@ def test_default_xml_shows_instruction_result_additional_data_and_time() -> None
     xml = make().format()
     assert xml == (
         "<episode>\n"
-        "  <instruction>Convert 3 miles to kilometres</instruction>\n"
+        "  <task>Convert 3 miles to kilometres</task>\n"
         "  <result>4.83 km</result>\n"
         "  <reflection>Check the unit first.</reflection>\n"
         "  <completed_at>2024-05-17 09:30:05</completed_at>\n"
@@ -46,12 +46,12 @@ def test_default_xml_shows_instruction_result_additional_data_and_time() -> None
     assert "rollout" not in xml
 
 
-def test_include_empty_means_defaults_and_order_is_fixed() -> None:
+def test_include_empty_means_defaults_and_order_is_the_callers() -> None:
     ep = make()
     assert ep.format(include=[]) == ep.format() == ep.format(include=list(DEFAULT_FIELDS))
     xml = ep.format(include=["completed_at", "rollout", "id_"])
-    assert xml.index("<id_>") < xml.index("<rollout>") < xml.index("<completed_at>")
-    assert "<instruction>" not in xml
+    assert xml.index("<completed_at>") < xml.index("<rollout>") < xml.index("<id_>")
+    assert "<task>" not in xml
 
 
 def test_every_field_can_be_shown() -> None:
@@ -61,7 +61,7 @@ def test_every_field_can_be_shown() -> None:
     assert names == [
         "id_",
         "task_id",
-        "instruction",
+        "task",
         "rollout",
         "reflection",
         "error",
@@ -74,10 +74,10 @@ def test_every_field_can_be_shown() -> None:
 def test_concat_mode_is_plain_lines() -> None:
     text = make(result=TaskResult(task_id="t-1", content="a < b & c")).format(mode="concat")
     assert text.splitlines() == [
-        "instruction: Convert 3 miles to kilometres",
-        "result: a < b & c",
-        "reflection: Check the unit first.",
-        "completed_at: 2024-05-17 09:30:05",
+        "Convert 3 miles to kilometres",
+        "a < b & c",
+        "Check the unit first.",
+        "2024-05-17 09:30:05",
     ]
 
 
@@ -90,9 +90,9 @@ def test_xml_escapes_text_so_it_cannot_close_the_block() -> None:
     )
     root = ET.fromstring(ep.format())
     assert root.tag == "episode"
-    assert [c.tag for c in root] == ["instruction", "result", "reflection", "completed_at"]
+    assert [c.tag for c in root] == ["task", "result", "reflection", "completed_at"]
     assert root.findtext("result") == evil
-    assert root.findtext("instruction") == "<episode>fake</episode>"
+    assert root.findtext("task") == "<episode>fake</episode>"
     assert root.findtext("reflection") == "]]><!-- x -->"
 
 

@@ -11,6 +11,7 @@ EpisodexError
 ├── NotFoundError                 (also a KeyError) no such id for this user and agent
 │   └── EpisodeNotFoundError      no such task episode
 ├── UnknownTagError               (also a KeyError) a working-memory tag that is not registered
+├── NotSupportedError             (also a NotImplementedError) the store does not offer that call
 ├── EngineError                   (also a RuntimeError) the vector engine failed
 │   ├── StoreLockedError          another process holds the embedded store open
 │   ├── StoreClosedError          the memory or store was closed (or its folder deleted)
@@ -35,6 +36,7 @@ __all__ = [
     "GradingError",
     "ImportFileError",
     "NotFoundError",
+    "NotSupportedError",
     "StoreClosedError",
     "StoreFileError",
     "StoreLockedError",
@@ -100,6 +102,10 @@ class UnknownTagError(EpisodexError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
+
+
+class NotSupportedError(EpisodexError, NotImplementedError):
+    """The store does not offer this optional call (e.g. `delete` on an append-only store)."""
 
 
 class EngineError(EpisodexError, RuntimeError):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import math
 import os
@@ -27,7 +28,9 @@ from episodex._common.validation import read_json, require_int
 from episodex._engines.sparse import Bm25Encoder
 from episodex._tasks.model import Episode
 from episodex._tasks.store import (
+    BaseMemoryStore,
     TaskSearchOptions,
+    Tenant,
     TornLine,
     describe_store,
     embedded_text_arg,
@@ -37,6 +40,8 @@ from episodex._tasks.store import (
     metadata_filter,
     metadata_matches,
     search_args,
+    tenant_arg,
+    tenant_key,
     threshold_arg,
 )
 
@@ -51,8 +56,14 @@ class _Entry:
     terms: dict[int, float] = field(default_factory=dict[int, float])
 
 
-class JSONLTaskStore:
+class JSONLTaskStore(BaseMemoryStore):
     """Task episodes in one append-only JSONL file, searched with BM25 in process.
+
+    Every attempt is kept: a second episode for the same task is stored beside the first,
+    and only writing the same episode id again replaces it. With `user_id` and/or `agent_id`
+    the store keeps that tenant's episodes in a file of its own in the folder (named by a
+    hash of the ids), so stores of several tenants share one folder and never see each
+    other's episodes.
 
     Every change is one appended line (a write, an update, or a delete tombstone), flushed
     with `fsync` before the call returns; the file is replayed when the store opens. A crash
@@ -79,6 +90,8 @@ class JSONLTaskStore:
         on_torn_line: `repair` (move the fragment aside and report it) or `raise`.
         fsync: Flush each change to disk before returning (turn off only for throwaway data).
         bm25: The BM25 tokenizer and parameters (the same as the Qdrant store's).
+        user_id: The end user whose episodes this store holds (None: not scoped).
+        agent_id: The agent whose episodes this store holds (None: not scoped).
     """
 
     SEARCH_OPTIONS = ("filter", "score_threshold")
@@ -91,7 +104,14 @@ class JSONLTaskStore:
         on_torn_line: Literal["repair", "raise"] = "repair",
         fsync: bool = True,
         bm25: Bm25Encoder | None = None,
+        user_id: str | None = None,
+        agent_id: str | None = None,
     ) -> None:
+        try:
+            self.tenant: Tenant = tenant_arg(user_id, agent_id)
+        except ValidationError as exc:
+            raise ConfigurationError(str(exc)) from None
+        self.user_id, self.agent_id = self.tenant
         if on_torn_line not in ("repair", "raise"):
             raise ConfigurationError(
                 f"on_torn_line must be 'repair' or 'raise', got {on_torn_line!r}"
@@ -103,6 +123,12 @@ class JSONLTaskStore:
             self.dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise ConfigurationError(f"cannot create the store folder {self.dir}: {exc}") from exc
+        if self.tenant != (None, None):
+            # Ids may hold any character (and differ only in case or accents), so the file
+            # is named by a hash of them; every line also carries them, checked on open.
+            digest = hashlib.sha256(tenant_key(self.tenant).encode("utf-8")).hexdigest()[:32]
+            stem, dot, suffix = filename.rpartition(".")
+            filename = f"{stem}.{digest}.{suffix}" if dot and stem else f"{filename}.{digest}"
         self.path = self.dir / filename
         # Held while open: a second writer of the file (another process, or another store
         # object) would lose writes to the other's compaction.
@@ -118,7 +144,6 @@ class JSONLTaskStore:
         self._bm25 = bm25 or Bm25Encoder()
         self._lock = threading.Lock()
         self._entries: dict[str, _Entry] = {}
-        self._by_task: dict[str, str] = {}
         self._df: Counter[int] = Counter()
         self._seq = 0
         self._needs_newline = False
@@ -172,8 +197,7 @@ class JSONLTaskStore:
         for record in records:
             self._apply(record)
 
-    @staticmethod
-    def _parse_line(raw: bytes) -> dict[str, Any]:
+    def _parse_line(self, raw: bytes) -> dict[str, Any]:
         try:
             record = read_json(raw)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -194,6 +218,12 @@ class JSONLTaskStore:
                 raise ValueError("text must be a string")
         else:
             raise ValueError(f"unknown op {op!r}; expected write, update or delete")
+        owner = (record.get("user_id"), record.get("agent_id"))  # pyright: ignore[reportUnknownMemberType]
+        if owner != self.tenant:
+            raise ValueError(
+                "the record belongs to another user_id/agent_id than this store's; "
+                "open the file with the ids it was written with"
+            )
         return record  # pyright: ignore[reportUnknownVariableType]
 
     def _set_aside(self, number: int, offset: int, fragment: bytes) -> TornLine:
@@ -233,6 +263,8 @@ class JSONLTaskStore:
         if self._closed:
             raise StoreClosedError("the task store is closed")
         self._file_lock.check()
+        if self.tenant != (None, None):
+            record = {**record, "user_id": self.user_id, "agent_id": self.agent_id}
         line = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
         if self._needs_newline:
             line = b"\n" + line
@@ -265,22 +297,18 @@ class JSONLTaskStore:
     def _remove(self, id_: str) -> _Entry | None:
         entry = self._entries.pop(id_, None)
         if entry is not None:
-            del self._by_task[entry.episode.task.id_]
             self._df.subtract(entry.terms.keys())
         return entry
 
     def _put(self, episode: Episode, text: str | None) -> None:
+        # Only the same episode id is replaced: other attempts at the task stay.
         self._remove(episode.id_)
-        previous = self._by_task.get(episode.task.id_)
-        if previous is not None:
-            self._remove(previous)
         vec = self._bm25.document(text if text is not None else embedded_text_arg(episode, None))
         terms: dict[int, float] = {}
         for index, value in zip(vec.indices, vec.values, strict=True):
             terms[index] = terms.get(index, 0.0) + value
         self._seq += 1
         self._entries[episode.id_] = _Entry(episode, self._seq, text, terms)
-        self._by_task[episode.task.id_] = episode.id_
         self._df.update(terms.keys())
 
     # -- the store methods, synchronous --------------------------------------------------
@@ -349,7 +377,7 @@ class JSONLTaskStore:
     # -- the store protocol --------------------------------------------------------------
 
     async def write(self, episode: Episode, embedded_text: str | None = None) -> None:
-        """Append the episode; one that has the same task id (or episode id) is replaced.
+        """Append the episode; a stored episode with the same episode id is replaced.
 
         Args:
             episode: The episode.
@@ -414,6 +442,8 @@ class JSONLTaskStore:
                     record: dict[str, Any] = {"op": "write", "episode": e.episode.to_record()}
                     if e.text is not None:
                         record["text"] = e.text
+                    if self.tenant != (None, None):
+                        record["user_id"], record["agent_id"] = self.tenant
                     fh.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
             self._needs_newline = False
             return len(entries)

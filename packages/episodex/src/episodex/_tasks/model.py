@@ -60,6 +60,9 @@ DEFAULT_FIELDS: tuple[EpisodeField, ...] = (
 
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 
+#: The XML element of a field whose element is not named after it (the original layout).
+ELEMENT_NAMES: dict[str, str] = {"instruction": "task"}
+
 # An XML name, ASCII only: a letter or underscore, then letters, digits, `_`, `-` or `.`.
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
 # Names the block itself uses: an additional_data key must not be able to impersonate them.
@@ -95,7 +98,7 @@ class Task(TypedConstruction):
     """Something an agent was asked to do. Prints as its instruction."""
 
     id_: Id = Field(default_factory=lambda: str(uuid.uuid4()))
-    """The task's id; a store keeps one episode per task id (writing it again replaces it)."""
+    """The task's id; every attempt at the task (each its own episode) shares it."""
     instruction: NonBlankText
     """What the agent was asked to do."""
 
@@ -132,7 +135,7 @@ class Episode(TypedConstruction):
     """
 
     id_: Id = Field(default_factory=lambda: str(uuid.uuid4()))
-    """The episode's id (`delete` and `update` use it)."""
+    """The episode's id: writing the same id again replaces it (`delete`, `update` use it)."""
     task: Task
     """The task attempted."""
     rollout: StrictStr = ""
@@ -180,14 +183,13 @@ class Episode(TypedConstruction):
         """The `(element name, text)` pairs `format` renders, in order, empty ones left out.
 
         Args:
-            include: Field names from `EPISODE_FIELDS`; None or empty means `DEFAULT_FIELDS`.
-                `additional_data` expands to one pair per key.
+            include: Field names from `EPISODE_FIELDS`, rendered in the order given (a name
+                given twice is shown once); None or empty means `DEFAULT_FIELDS`.
+                `additional_data` expands to one pair per key; `instruction` is rendered
+                as the `<task>` element, as in the original layout.
         """
-        chosen = resolve_fields(include)
         pairs: list[tuple[str, str]] = []
-        for name in EPISODE_FIELDS:
-            if name not in chosen:
-                continue
+        for name in resolve_fields(include):
             if name == "additional_data":
                 for key, text in (self.additional_data or {}).items():
                     # Checked again here: the dict itself can still be changed in place.
@@ -195,7 +197,7 @@ class Episode(TypedConstruction):
                 continue
             text = self._field_text(name)
             if text:
-                pairs.append((name, text))
+                pairs.append((ELEMENT_NAMES.get(name, name), text))
         return pairs
 
     def _field_text(self, name: str) -> str:
@@ -224,15 +226,16 @@ class Episode(TypedConstruction):
 
         Args:
             mode: `xml` gives an `<episode>` element with one child element per field, text
-                escaped; `concat` gives `name: text` lines, unescaped.
-            include: Field names from `EPISODE_FIELDS`, shown in their fixed order; None or
+                escaped (the instruction as `<task>`); `concat` gives the raw values, one per
+                line, unescaped and unlabelled.
+            include: Field names from `EPISODE_FIELDS`, shown in the order given; None or
                 an empty list means `DEFAULT_FIELDS` (instruction, result, additional_data,
                 completed_at).
         """
         if mode == "xml":
             return render_xml(self.fields(include))
         if mode == "concat":
-            return "\n".join(f"{name}: {text}" for name, text in self.fields(include))
+            return "\n".join(text for _, text in self.fields(include))
         raise ValidationError(f"mode must be 'xml' or 'concat', got {mode!r}")
 
     def __str__(self) -> str:
@@ -245,21 +248,22 @@ class Episode(TypedConstruction):
         return self.model_dump(mode="json")
 
 
-def resolve_fields(include: Iterable[str] | None) -> frozenset[str]:
-    """Validate an `include` list; None or empty means the default fields."""
+def resolve_fields(include: Iterable[str] | None) -> tuple[EpisodeField, ...]:
+    """Validate an `include` list, keeping its order; None or empty means the default fields."""
     if include is None:
-        return frozenset(DEFAULT_FIELDS)
+        return DEFAULT_FIELDS
     if isinstance(include, str):
         raise ValidationError(f"include must be a list of field names, not the string {include!r}")
     names = list(include)
     if not names:
-        return frozenset(DEFAULT_FIELDS)
+        return DEFAULT_FIELDS
     unknown = [n for n in names if n not in EPISODE_FIELDS]
     if unknown:
         raise ValidationError(
             f"unknown episode field(s) {unknown!r} in include; choose from {list(EPISODE_FIELDS)}"
         )
-    return frozenset(names)
+    # dict.fromkeys keeps the first occurrence of each name, in the caller's order.
+    return tuple(typing.cast("list[EpisodeField]", list(dict.fromkeys(names))))
 
 
 def render_xml(pairs: Iterable[tuple[str, str]], *, indent: str = "") -> str:

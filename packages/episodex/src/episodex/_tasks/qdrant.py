@@ -37,7 +37,9 @@ from episodex._engines.sparse import Bm25Encoder
 from episodex._tasks.model import Episode
 from episodex._tasks.store import (
     SEARCH_OPTION_NAMES,
+    BaseMemoryStore,
     TaskSearchOptions,
+    Tenant,
     describe_store,
     embedded_text_arg,
     episode_arg,
@@ -45,6 +47,8 @@ from episodex._tasks.store import (
     id_arg,
     metadata_filter,
     search_args,
+    tenant_arg,
+    tenant_key,
     threshold_arg,
 )
 
@@ -53,13 +57,15 @@ __all__ = ["QdrantTaskStore"]
 COLLECTION = "task_episodes"
 
 
-class QdrantTaskStore:
+class QdrantTaskStore(BaseMemoryStore):
     """Task episodes in a Qdrant collection (`task_episodes`): dense plus BM25, fused by RRF.
 
     Runs on the embedded Qdrant Edge engine (a folder), qdrant-client's `:memory:` mode or a
     Qdrant server, and can share the engine and embedder of an `EpisodicMemory`, so one
     folder holds conversation and task episodes. Each episode is one point whose id is derived
-    from the task id, so writing a task again replaces its episode.
+    from the episode id (and the tenant): every attempt at a task is kept, and writing the
+    same episode id again replaces it. With `user_id` and/or `agent_id` every call is scoped to
+    that tenant, so stores of several tenants share one collection without ever mixing.
 
     Open it with `path=` (its own embedded folder), `location=":memory:"`, `url=` (a server),
     `engine=`, or `memory=` to share an `EpisodicMemory`'s store:
@@ -84,6 +90,8 @@ class QdrantTaskStore:
         collection: The collection name.
         bm25: The BM25 tokenizer and parameters.
         stage1_limit: How many candidates each stream hands to fusion.
+        user_id: The end user whose episodes this store holds (None: not scoped).
+        agent_id: The agent whose episodes this store holds (None: not scoped).
         **options: `EngineOptions`: `url` of a Qdrant server, `location=":memory:"` for
             qdrant-client's local mode, `api_key` and the other ways to reach a server.
     """
@@ -100,11 +108,19 @@ class QdrantTaskStore:
         collection: str = COLLECTION,
         bm25: Bm25Encoder | None = None,
         stage1_limit: int = 100,
+        user_id: str | None = None,
+        agent_id: str | None = None,
         **options: Unpack[EngineOptions],
     ) -> None:
         from episodex._embedders.resolve import resolve_embedder
 
         check_engine_options(options, "QdrantTaskStore")
+        try:
+            self.tenant: Tenant = tenant_arg(user_id, agent_id)
+        except ValidationError as exc:
+            raise ConfigurationError(str(exc)) from None
+        self.user_id, self.agent_id = self.tenant
+        self._scope = _tenant_scope(self.tenant)
         url, location = options.get("url"), options.get("location")
 
         sources = [
@@ -143,7 +159,7 @@ class QdrantTaskStore:
                     name=collection,
                     dense={"dense": self.embedder.dimension},
                     sparse=("bm25",),
-                    keywords=("episode_id", "task_id"),
+                    keywords=("episode_id", "task_id", "tenant", "tenanted"),
                     floats=("completed_at",),
                 ),
                 embedder_id=self.embedder.model_id,
@@ -162,25 +178,34 @@ class QdrantTaskStore:
 
     def _point(self, episode: Episode, text: str) -> Point:
         dense = self.embedder.embed_documents([text])[0].tolist()
+        payload: dict[str, Any] = {
+            "episode": episode.to_record(),
+            "episode_id": episode.id_,
+            "task_id": episode.task.id_,
+            "completed_at": episode.completed_at.timestamp(),
+            "metadata": episode.metadata,
+            "text": text,
+        }
+        if self.tenant != (None, None):
+            payload.update(
+                tenant=tenant_key(self.tenant),
+                tenanted="yes",
+                user_id=self.user_id,
+                agent_id=self.agent_id,
+            )
         return Point(
-            id=episode_point_id(episode.task.id_),
+            id=episode_point_id(episode.id_, self.tenant),
             dense={"dense": dense},
             sparse={"bm25": self.bm25.document(text)},
-            payload={
-                "episode": episode.to_record(),
-                "episode_id": episode.id_,
-                "task_id": episode.task.id_,
-                "completed_at": episode.completed_at.timestamp(),
-                "metadata": episode.metadata,
-                "text": text,
-            },
+            payload=payload,
         )
 
     def _store(self, point: Point, episode_id: str) -> None:
-        # Write first, then drop any other point holding the same episode id (its task id
-        # changed): a crash in between leaves a duplicate, never a loss.
+        # Write first, then drop any other point of this tenant holding the same episode id
+        # (one stored under the first scheme, keyed by task id): a crash in between leaves a
+        # duplicate, never a loss.
         self.engine.upsert(self.collection, [point])
-        stale = Filter(must=(Match("episode_id", episode_id),), must_not=(HasId((point.id,)),))
+        stale = self._scope.and_(Match("episode_id", episode_id)).and_not(HasId((point.id,)))
         if self.engine.count(self.collection, stale):
             self.engine.delete(self.collection, stale)
 
@@ -191,7 +216,7 @@ class QdrantTaskStore:
 
     def _find(self, episode_id: str) -> dict[str, Any] | None:
         hits, _ = self.engine.scroll(
-            self.collection, Filter(must=(Match("episode_id", episode_id),)), limit=1
+            self.collection, self._scope.and_(Match("episode_id", episode_id)), limit=1
         )
         return hits[0].payload if hits else None
 
@@ -208,7 +233,7 @@ class QdrantTaskStore:
             self._store(self._point(episode, embedded_text_arg(episode, text)), episode.id_)
 
     def _delete(self, id_: str) -> None:
-        flt = Filter(must=(Match("episode_id", id_),))
+        flt = self._scope.and_(Match("episode_id", id_))
         with self._write_lock:
             if not self.engine.count(self.collection, flt):
                 raise EpisodeNotFoundError(f"no episode {id_!r} in collection {self.collection!r}")
@@ -219,7 +244,7 @@ class QdrantTaskStore:
             return []
         hits, _ = self.engine.scroll(
             self.collection,
-            Filter(),
+            self._scope,
             limit=n,
             order_by="completed_at",
             descending=descending,
@@ -273,7 +298,7 @@ class QdrantTaskStore:
         return [Episode.parse(h.payload["episode"]) for h in hits]
 
     def _summary(self) -> str:
-        count = self.engine.count(self.collection, Filter())
+        count = self.engine.count(self.collection, self._scope)
         newest = self._recent(1)
         oldest = self._recent(1, descending=False)
         where = f"collection {self.collection!r} on {self.engine.kind}"
@@ -287,7 +312,7 @@ class QdrantTaskStore:
     # -- the store protocol --------------------------------------------------------------
 
     async def write(self, episode: Episode, embedded_text: str | None = None) -> None:
-        """Embed and store the episode; one with the same task id (or episode id) is replaced.
+        """Embed and store the episode; a stored episode with the same episode id is replaced.
 
         Args:
             episode: The episode.
@@ -304,7 +329,7 @@ class QdrantTaskStore:
 
     async def count(self) -> int:
         """How many episodes are stored."""
-        return await asyncio.to_thread(self.engine.count, self.collection, Filter())
+        return await asyncio.to_thread(self.engine.count, self.collection, self._scope)
 
     async def search(
         self, query: str, k: int = 3, **options: Unpack[TaskSearchOptions]
@@ -324,6 +349,8 @@ class QdrantTaskStore:
             if isinstance(raw_filter, Filter)
             else _plan_filter(metadata_filter(raw_filter))
         )
+        # The tenant scope is added to every filter, a caller's plan Filter included.
+        flt = Filter(self._scope.must + flt.must, self._scope.must_not + flt.must_not)
         threshold = threshold_arg(options.get("score_threshold"))
         mode = options.get("mode", "hybrid")
         if mode not in ("hybrid", "dense", "bm25"):
@@ -367,6 +394,17 @@ class QdrantTaskStore:
 
     async def __aexit__(self, *exc: object) -> None:
         self.close()
+
+
+def _tenant_scope(tenant: Tenant) -> Filter:
+    """The filter every call starts from: this tenant's points, or, unscoped, untenanted ones.
+
+    Points of the first scheme carry no tenant fields, so an unscoped store excludes tenanted
+    points rather than requiring an empty tenant.
+    """
+    if tenant == (None, None):
+        return Filter(must_not=(Match("tenanted", "yes"),))
+    return Filter(must=(Match("tenant", tenant_key(tenant)),))
 
 
 def _plan_filter(flt: Mapping[str, str | int | tuple[str, ...]]) -> Filter:

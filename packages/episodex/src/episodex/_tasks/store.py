@@ -1,21 +1,24 @@
-"""Where task episodes live: the store protocol and what the two stores share.
+"""Where task episodes live: the store base class, its protocol and what the two stores share.
 
-Both stores keep one episode per task id (writing a task again replaces its episode), return
-`read_recent` newest first, and search with BM25 (the JSONL store, in process) or with dense
-plus BM25 vectors fused in the engine (the Qdrant store, embedded or on a server).
+Both stores append: every attempt at a task is its own episode, and only writing the same
+episode id again replaces one. They return `read_recent` newest first, search with BM25 (the
+JSONL store, in process) or with dense plus BM25 vectors fused in the engine (the Qdrant
+store, embedded or on a server), and keep each `user_id`/`agent_id` apart when given.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import uuid
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypedDict, Unpack, runtime_checkable
+from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 
-from episodex._common.errors import ValidationError
+from episodex._common.errors import NotSupportedError, ValidationError
 from episodex._common.text import clip
 from episodex._common.validation import require_int, require_text
 from episodex._engines.plan import Filter
@@ -28,6 +31,7 @@ __all__ = [
     "SearchMode",
     "TaskSearchOptions",
     "TaskStore",
+    "Tenant",
     "TornLine",
     "describe_store",
     "embedded_text_arg",
@@ -37,6 +41,8 @@ __all__ = [
     "metadata_filter",
     "metadata_matches",
     "search_args",
+    "tenant_arg",
+    "tenant_key",
     "threshold_arg",
 ]
 
@@ -90,20 +96,112 @@ class TaskSearchOptions(TypedDict, total=False):
 #: Every option name of `TaskSearchOptions`, in definition order.
 SEARCH_OPTION_NAMES: tuple[str, ...] = tuple(TaskSearchOptions.__annotations__)
 
-# uuid5 namespace of task ids: the same task id always lands on the same point.
-_TASK_NAMESPACE = uuid.UUID("5b0f8a52-6d43-4c55-9a7e-3f0c1d2e9b84")
+# uuid5 namespace of episode ids. The first scheme derived point ids from task ids in another
+# namespace, so no new point can land on a point stored under that scheme: such a point is
+# replaced only through its `episode_id` payload (see `QdrantTaskStore._store`).
+_EPISODE_NAMESPACE = uuid.UUID("0c6f3f0e-2b7d-4f41-8d55-6a1e9e4c2d17")
+
+#: `(user_id, agent_id)` a store is scoped to; `(None, None)` for a store shared by everyone.
+Tenant = tuple[str | None, str | None]
 
 
-def episode_point_id(task_id: str) -> str:
-    """The Qdrant point id of a task's episode: a UUID derived from the task id."""
-    return str(uuid.uuid5(_TASK_NAMESPACE, task_id))
+def tenant_arg(user_id: object, agent_id: object) -> Tenant:
+    """Validate the optional `user_id`/`agent_id` of a task store."""
+    checked: list[str | None] = []
+    for name, value in (("user_id", user_id), ("agent_id", agent_id)):
+        if value is None:
+            checked.append(None)
+        elif not isinstance(value, str) or not value.strip():
+            raise ValidationError(f"{name} must be None or a non-empty string, got {value!r}")
+        else:
+            checked.append(value)
+    return checked[0], checked[1]
+
+
+def tenant_key(tenant: Tenant) -> str:
+    """One exact string for a tenant (JSON keeps case, spaces and accents apart)."""
+    return json.dumps(list(tenant), ensure_ascii=True)
+
+
+def episode_point_id(episode_id: str, tenant: Tenant = (None, None)) -> str:
+    """The Qdrant point id of an episode: a UUID derived from its id and its tenant."""
+    name = episode_id if tenant == (None, None) else f"{tenant_key(tenant)}\n{episode_id}"
+    return str(uuid.uuid5(_EPISODE_NAMESPACE, name))
+
+
+class BaseMemoryStore(ABC):
+    """Base class of task-episode stores: the five calls every strategy relies on.
+
+    Subclass it and implement `write`, `read_recent`, `count`, `search` and `summary` (a
+    subclass missing one fails at construction). `delete` and `update` are optional: unless
+    overridden they raise `NotSupportedError`. Strategies also accept any object with the
+    five methods (duck typing), without subclassing.
+
+    ```python
+    from episodex import BaseMemoryStore, Episode, RecencyMemory
+
+    class ListStore(BaseMemoryStore):
+        def __init__(self) -> None:
+            self.episodes: list[Episode] = []
+
+        async def write(self, episode: Episode, embedded_text: str | None = None) -> None:
+            self.episodes.append(episode)
+
+        async def read_recent(self, n: int) -> list[Episode]:
+            return sorted(self.episodes, key=lambda e: e.completed_at, reverse=True)[:n]
+
+        async def count(self) -> int:
+            return len(self.episodes)
+
+        async def search(self, query: str, k: int = 3, **kwargs: object) -> list[Episode]:
+            return [e for e in self.episodes if query.lower() in str(e.task).lower()][:k]
+
+        async def summary(self) -> str:
+            return f"ListStore: {len(self.episodes)} episodes"
+
+    memory = RecencyMemory(ListStore(), n=2)
+    ```
+    """
+
+    @abstractmethod
+    async def write(self, episode: Episode, embedded_text: str | None = None) -> None:
+        """Store an episode; `embedded_text` is what to index instead of its default text."""
+
+    @abstractmethod
+    async def read_recent(self, n: int) -> list[Episode]:
+        """The `n` episodes completed last, newest first."""
+
+    @abstractmethod
+    async def count(self) -> int:
+        """How many episodes are stored."""
+
+    @abstractmethod
+    async def search(self, query: str, k: int = 3, **kwargs: Any) -> list[Episode]:
+        """Up to `k` episodes relevant to `query`, best first."""
+
+    @abstractmethod
+    async def summary(self) -> str:
+        """What is held: count, date range, newest and oldest."""
+
+    async def delete(self, id_: str) -> None:
+        """Delete an episode by its id (optional: `NotSupportedError` unless overridden)."""
+        raise NotSupportedError(
+            f"{type(self).__name__} does not support delete; override delete() to offer it"
+        )
+
+    async def update(self, episode: Episode) -> None:
+        """Replace a stored episode (optional: `NotSupportedError` unless overridden)."""
+        raise NotSupportedError(
+            f"{type(self).__name__} does not support update; override update() to offer it"
+        )
 
 
 @runtime_checkable
 class TaskStore(Protocol):
-    """What a task-episode store provides. Every method is async.
+    """What strategies need of a task-episode store (duck typed). Every method is async.
 
-    Writing an episode whose task id is already stored replaces that episode.
+    `BaseMemoryStore` subclasses provide it; so does any object with these five methods.
+    `delete` and `update` are optional extras a store may offer.
     """
 
     async def write(self, episode: Episode, embedded_text: str | None = None) -> None:
@@ -118,27 +216,13 @@ class TaskStore(Protocol):
         """How many episodes are stored."""
         ...
 
-    async def search(
-        self, query: str, k: int = 3, **options: Unpack[TaskSearchOptions]
-    ) -> list[Episode]:
+    async def search(self, query: str, k: int = 3, **kwargs: Any) -> list[Episode]:
         """Up to `k` episodes relevant to `query`, best first."""
         ...
 
     async def summary(self) -> str:
         """What is held: count, date range, newest and oldest."""
         ...
-
-    async def delete(self, id_: str) -> None:
-        """Delete an episode by its id; `EpisodeNotFoundError` if there is none."""
-        ...
-
-    async def update(self, episode: Episode) -> None:
-        """Replace the stored episode with this one's id; `EpisodeNotFoundError` if none."""
-        ...
-
-
-#: The name the original task-episode design gave the store interface.
-BaseMemoryStore = TaskStore
 
 
 @dataclass(frozen=True, slots=True)

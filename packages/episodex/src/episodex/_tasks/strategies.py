@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from episodex._common.budget import require_budget
-from episodex._common.errors import ConfigurationError, ValidationError
+from episodex._common.errors import ConfigurationError, NotSupportedError, ValidationError
 from episodex._common.llm import LLMCallable
 from episodex._common.text import clip
 from episodex._common.tokens import DEFAULT_ENCODING, TokenCounter, token_counter
@@ -65,6 +65,12 @@ async def render_memories(
     budget = require_budget(max_tokens)
     if isinstance(memories, TaskMemory) or not all(isinstance(m, TaskMemory) for m in memories):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise ValidationError("render_memories takes a list of memories (TaskMemory objects)")
+    for memory in memories:
+        if not memory.ranks_episodes:
+            raise ValidationError(
+                f"{type(memory).__name__} implements recall() only, so its episodes cannot be "
+                "interleaved with others; call its recall() on its own, or implement retrieve()"
+            )
     if include is not None:
         resolve_fields(include)
     the_task = as_task(task)
@@ -99,12 +105,18 @@ def _episode(value: object) -> Episode:
 
 
 def _store_arg(store: object) -> TaskStore:
-    if not isinstance(store, TaskStore):
+    if not isinstance(store, TaskStore) or not all(
+        callable(getattr(store, name, None)) for name in _STORE_METHODS
+    ):
+        missing = [n for n in _STORE_METHODS if not callable(getattr(store, n, None))]
         raise ConfigurationError(
-            "store must provide write, read_recent, count, search, summary, delete and update "
-            f"(a TaskStore); got {type(store).__name__}"
+            "store must provide the async methods write, read_recent, count, search and summary "
+            f"(a BaseMemoryStore or any object with them); {type(store).__name__} lacks {missing}"
         )
     return store
+
+
+_STORE_METHODS = ("write", "read_recent", "count", "search", "summary")
 
 
 # -- strategies --------------------------------------------------------------------------
@@ -113,13 +125,48 @@ def _store_arg(store: object) -> TaskStore:
 class TaskMemory(ABC):
     """A memory strategy: what to record, and which episodes a new task recalls.
 
-    Subclasses implement `retrieve` (ranked episodes), `record` and `summary`; `recall`
-    renders what `retrieve` returns.
+    Subclasses implement `record`, `summary`, and either `retrieve` (ranked episodes, which
+    `recall` renders as a block and `render_memories` interleaves with other memories) or,
+    as in the original design, `recall(task) -> str` directly. A subclass that implements
+    neither fails at construction.
+
+    ```python
+    from episodex import BaseMemory, Episode, Task
+
+    class LastOnly(BaseMemory):  # the original shape: recall, record, summary
+        def __init__(self) -> None:
+            self.last: Episode | None = None
+
+        async def recall(self, task: Task) -> str:
+            return self.last.format() if self.last else ""
+
+        async def record(self, episode: Episode) -> None:
+            self.last = episode
+
+        async def summary(self) -> str:
+            return "one episode" if self.last else "empty"
+    ```
 
     Args:
         include: The episode fields shown when recalling (None: the defaults).
         encoding: The tiktoken encoding (or a counting callable) for `max_tokens`.
     """
+
+    # Class-level defaults, so a subclass that never calls `super().__init__()` still works.
+    include: tuple[str, ...] | None = None
+    encoding: str | TokenCounter = DEFAULT_ENCODING
+    ranks_episodes: bool = True
+    """False for a memory that implements `recall` only (it has no `retrieve` ranking)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        overrides_recall = cls.recall is not TaskMemory.recall
+        retrieve_abstract = getattr(cls.retrieve, "__isabstractmethod__", False)
+        if overrides_recall and retrieve_abstract:
+            # A memory written the original way renders its own block: it needs no ranking,
+            # so `retrieve` stops being abstract (ABCMeta reads the class after this hook).
+            cls.retrieve = TaskMemory._no_ranking  # type: ignore[method-assign]
+            cls.ranks_episodes = False
 
     def __init__(
         self,
@@ -127,20 +174,26 @@ class TaskMemory(ABC):
         include: Iterable[str] | None = None,
         encoding: str | TokenCounter = DEFAULT_ENCODING,
     ) -> None:
-        self.include: tuple[str, ...] | None = None
+        self.include = None
         if include is not None:
             resolve_fields(include)
             self.include = tuple(include)
         token_counter(encoding)  # an unknown encoding fails here, not at the first recall
         self.encoding = encoding
 
+    async def _no_ranking(self, task: Task | str) -> list[Episode]:
+        raise NotSupportedError(
+            f"{type(self).__name__} implements recall() only and has no ranked episodes; "
+            "implement retrieve() to use it with render_memories or recall_with"
+        )
+
     @abstractmethod
     async def retrieve(self, task: Task | str) -> list[Episode]:
         """The episodes this task should see, best first."""
 
     @abstractmethod
-    async def record(self, episode: Episode) -> Episode:
-        """Store a finished episode; returns what was stored."""
+    async def record(self, episode: Episode) -> Episode | None:
+        """Store a finished episode; returns what was stored (None is allowed)."""
 
     @abstractmethod
     async def summary(self) -> str:
@@ -411,9 +464,12 @@ class ReflectiveMemory(_StoreMemory):
         self.max_reflection_chars = require_int(
             "max_reflection_chars", max_reflection_chars, minimum=1, error=ConfigurationError
         )
-        if recall_with is not None and not isinstance(recall_with, TaskMemory):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if recall_with is not None and (
+            not isinstance(recall_with, TaskMemory) or not recall_with.ranks_episodes  # pyright: ignore[reportUnnecessaryIsInstance]
+        ):
             raise ConfigurationError(
-                f"recall_with must be a memory, got {type(recall_with).__name__}"
+                "recall_with must be a memory that ranks episodes (implements retrieve), got "
+                f"{type(recall_with).__name__}"
             )
         self.recall_with = recall_with
         self.reflection_failures = 0
