@@ -160,13 +160,17 @@ class TaskMemory(ABC):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        overrides_recall = cls.recall is not TaskMemory.recall
-        retrieve_abstract = getattr(cls.retrieve, "__isabstractmethod__", False)
-        if overrides_recall and retrieve_abstract:
-            # A memory written the original way renders its own block: it needs no ranking,
-            # so `retrieve` stops being abstract (ABCMeta reads the class after this hook).
-            cls.retrieve = TaskMemory._no_ranking  # type: ignore[method-assign]
-            cls.ranks_episodes = False
+        retrieve = cls.__dict__.get("retrieve", getattr(cls, "retrieve", None))
+        ranks = retrieve is not TaskMemory.retrieve and retrieve is not _retrieve_or_recall
+        if ranks or cls.recall is not TaskMemory.recall:
+            if not ranks:
+                # A memory written the original way renders its own block: no ranking needed.
+                cls.retrieve = TaskMemory.retrieve  # type: ignore[method-assign]
+        else:
+            # Neither implemented: an abstract `retrieve` makes construction fail, as ABCs
+            # do (ABCMeta reads the class after this hook).
+            cls.retrieve = _retrieve_or_recall  # type: ignore[method-assign]
+        cls.ranks_episodes = ranks
 
     def __init__(
         self,
@@ -181,15 +185,16 @@ class TaskMemory(ABC):
         token_counter(encoding)  # an unknown encoding fails here, not at the first recall
         self.encoding = encoding
 
-    async def _no_ranking(self, task: Task | str) -> list[Episode]:
+    async def retrieve(self, task: Task | str) -> list[Episode]:
+        """The episodes this task should see, best first.
+
+        Implement it (the strategies do), or implement `recall` instead as in the original
+        design; a memory with only `recall` raises `NotSupportedError` here.
+        """
         raise NotSupportedError(
             f"{type(self).__name__} implements recall() only and has no ranked episodes; "
             "implement retrieve() to use it with render_memories or recall_with"
         )
-
-    @abstractmethod
-    async def retrieve(self, task: Task | str) -> list[Episode]:
-        """The episodes this task should see, best first."""
 
     @abstractmethod
     async def record(self, episode: Episode) -> Episode | None:
@@ -211,6 +216,12 @@ class TaskMemory(ABC):
         return render_episodes(
             episodes, max_tokens=budget, include=self.include, encoding=self.encoding
         )
+
+
+@abstractmethod
+async def _retrieve_or_recall(self: TaskMemory, task: Task | str) -> list[Episode]:
+    """Implement `retrieve` (ranked episodes) or `recall` (the rendered block)."""
+    raise NotImplementedError
 
 
 #: The name the original task-episode design gave the strategy base class.
