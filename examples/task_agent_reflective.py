@@ -107,7 +107,7 @@ async def main() -> None:
             print(f"\n=== next task: {NEXT_TASK}")
             recalled = await render_memories([reflective, hybrid], NEXT_TASK, max_tokens=600)
             print(f"{SYSTEM}\n{recalled}")
-            shown = re.findall(r"<instruction>(.*?)</instruction>", recalled)
+            shown = re.findall(r"<task>(.*?)</task>", recalled)
             print(f"--- recalled {len(shown)} episodes: {shown}")
             print(f"--- {await hybrid.summary()}")
             print(f"--- reflection failures: {reflective.reflection_failures}")

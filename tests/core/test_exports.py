@@ -58,6 +58,7 @@ EPISODEX = [
     "MemKey",
     "MemoryEntry",
     "NotFoundError",
+    "NotSupportedError",
     "OpenAICompatibleEmbedder",
     "ProgrammaticGrader",
     "QdrantTaskStore",

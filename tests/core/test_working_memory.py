@@ -34,11 +34,11 @@ FRAMEWORK_KEYS = {
 
 
 def test_framework_keys_are_registered() -> None:
-    assert FRAMEWORK_KEYS <= {str(k) for k in MemKey.registered()}
-    for name in FRAMEWORK_KEYS:
+    for name in FRAMEWORK_KEYS:  # the first names episodex used still name registered keys
+        assert MemKey.is_registered(name) and MemKey(name) in MemKey.registered()
         assert getattr(MemKey, name.upper()) is MemKey(name)
-    assert MemKey.OBSERVATION == "observation"
-    assert repr(MemKey.THOUGHT) == "MemKey('thought')"
+    assert MemKey.OBSERVATION == "_text_obs"
+    assert repr(MemKey.THOUGHT) == "<MemKey.THOUGHT: '_thought'>"
 
 
 def test_user_keys_can_be_registered_once() -> None:
@@ -47,7 +47,7 @@ def test_user_keys_can_be_registered_once() -> None:
     assert MemKey("plan_step") is plan and MemKey.is_registered("plan_step")
     wm = WorkingMemory()
     wm.store("open the fridge", plan)
-    entry = wm.retrieve("plan_step")
+    entry = wm.retrieve_entry("plan_step")
     assert entry is not None and entry.content == "open the fridge"
     for bad in ("", "Plan", "1st", "has space", "x" * 65):
         with pytest.raises(ValidationError):
@@ -59,7 +59,7 @@ def test_unknown_tags_raise_a_typed_error() -> None:
     with pytest.raises(UnknownTagError, match=r"MemKey\.register"):
         wm.store("x", "obsrvation")
     with pytest.raises(UnknownTagError):
-        wm.retrieve({"nope": 1.0})
+        wm.retrieve_entry({"nope": 1.0})
     with pytest.raises(UnknownTagError):
         MemKey("never_registered")
     with pytest.raises(KeyError):  # UnknownTagError is also a KeyError
@@ -101,18 +101,18 @@ def test_retrieve_picks_the_best_summed_weight_and_the_newest_on_ties() -> None:
     obs = wm.store("obs", MemKey.OBSERVATION)
     both = wm.store("obs+thought", [MemKey.OBSERVATION, MemKey.THOUGHT])
     newer_obs = wm.store("newer obs", MemKey.OBSERVATION)
-    assert wm.retrieve([MemKey.OBSERVATION, MemKey.THOUGHT]) is both  # 2.0 beats 1.0
-    assert wm.retrieve(MemKey.OBSERVATION) is newer_obs  # all 1.0: the newest
-    assert wm.retrieve_all(MemKey.OBSERVATION) == [newer_obs, both, obs]
-    assert wm.retrieve({MemKey.OBSERVATION: 1.0, MemKey.THOUGHT: -2.0}) is newer_obs
-    assert wm.retrieve({MemKey.THOUGHT: -1.0}) is None  # best score <= 0
-    assert wm.retrieve({MemKey.OBSERVATION: 0.0}) is None
-    assert wm.retrieve(MemKey.ACTION) is None
-    assert wm.retrieve_all(MemKey.ACTION) == []
+    assert wm.retrieve_entry([MemKey.OBSERVATION, MemKey.THOUGHT]) is both  # 2.0 beats 1.0
+    assert wm.retrieve_entry(MemKey.OBSERVATION) is newer_obs  # all 1.0: the newest
+    assert wm.retrieve_all_entries(MemKey.OBSERVATION) == [newer_obs, both, obs]
+    assert wm.retrieve_entry({MemKey.OBSERVATION: 1.0, MemKey.THOUGHT: -2.0}) is newer_obs
+    assert wm.retrieve_entry({MemKey.THOUGHT: -1.0}) is None  # best score <= 0
+    assert wm.retrieve_entry({MemKey.OBSERVATION: 0.0}) is None
+    assert wm.retrieve_entry(MemKey.ACTION) is None
+    assert wm.retrieve_all_entries(MemKey.ACTION) == []
     with pytest.raises(ValidationError, match="weight"):
-        wm.retrieve({MemKey.OBSERVATION: float("inf")})
+        wm.retrieve_entry({MemKey.OBSERVATION: float("inf")})
     with pytest.raises(ValidationError, match="weight"):
-        wm.retrieve({MemKey.OBSERVATION: "high"})  # type: ignore[dict-item]
+        wm.retrieve_entry({MemKey.OBSERVATION: "high"})  # type: ignore[dict-item]
 
 
 def test_contains() -> None:
@@ -134,7 +134,7 @@ def test_add_tags_delete_rename_reset() -> None:
     assert wm.add_tags(MemKey.SEARCH_LINK, [MemKey.SEARCH_TITLE]) == 1
     assert c.tags == {MemKey.SEARCH_LINK, MemKey.SEARCH_TITLE}
     assert wm.rename(MemKey.SEARCH_QUERY, MemKey.DB_QUERY) == 2
-    assert wm.retrieve_all(MemKey.DB_QUERY) == [b, a]
+    assert wm.retrieve_all_entries(MemKey.DB_QUERY) == [b, a]
     assert MemKey.SEARCH_QUERY not in wm
     assert wm.delete(b) == 1 and list(wm) == [a, c]
     assert wm.delete(MemKey.SEARCH_TITLE) == 1 and list(wm) == [a]
@@ -144,4 +144,4 @@ def test_add_tags_delete_rename_reset() -> None:
     with pytest.raises(ValidationError):
         wm.add_tags(b, MemKey.ACTION)
     wm.reset()
-    assert len(wm) == 0 and wm.retrieve(MemKey.DB_QUERY) is None
+    assert len(wm) == 0 and wm.retrieve_entry(MemKey.DB_QUERY) is None

@@ -58,7 +58,7 @@ def test_each_prompt_holds_one_well_formed_block(output: str) -> None:
     sizes = [len(ET.fromstring(block)) for block in blocks]
     assert sizes == [1, 2, 3]
     last = ET.fromstring(blocks[-1])
-    assert {ep.findtext("instruction") for ep in last} == {
+    assert {ep.findtext("task") for ep in last} == {
         "Convert 3 miles to kilometres",
         "Convert 10 kilometres to miles",
         "Summarise the meeting notes: budget approved, launch moved to May, hire two engineers",

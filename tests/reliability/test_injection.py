@@ -232,14 +232,14 @@ def test_task_episode_xml_cannot_be_closed_or_forged(rows: list[tuple[str, str, 
         assert [c.tag for c in el] == [
             "id_",
             "task_id",
-            "instruction",
+            "task",
             "rollout",
             "result",
             "note",
             "error",
             "metadata",
         ]
-        assert el.findtext("instruction") == instruction
+        assert el.findtext("task") == instruction
         assert el.findtext("result") == result
         assert el.findtext("note") == extra
         assert el.findtext("rollout") == extra
@@ -247,7 +247,7 @@ def test_task_episode_xml_cannot_be_closed_or_forged(rows: list[tuple[str, str, 
     root = ET.fromstring(block)
     assert root.tag == "recalled_episodes"
     assert [c.tag for c in root] == ["episode"] * len(episodes)
-    assert [c.findtext("instruction") for c in root] == [r[0] for r in rows]
+    assert [c.findtext("task") for c in root] == [r[0] for r in rows]
 
 
 @pytest.mark.parametrize(

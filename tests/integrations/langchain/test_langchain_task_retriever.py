@@ -94,7 +94,7 @@ def test_documents_carry_episode_fields(store: QdrantTaskStore) -> None:
     assert top.metadata["result"] == "Booked at 7pm"
     assert top.metadata["rank"] == 1 and docs[1].metadata["rank"] == 2
     assert top.id == top.metadata["id"]
-    assert "<instruction>Book a table for two</instruction>" in top.page_content
+    assert "<task>Book a table for two</task>" in top.page_content
 
 
 async def test_async_filter_and_k(store: QdrantTaskStore) -> None:
@@ -107,7 +107,7 @@ async def test_async_filter_and_k(store: QdrantTaskStore) -> None:
 
 def test_include_chooses_rendered_fields(store: QdrantTaskStore) -> None:
     docs = TaskEpisodeRetriever(store=store, k=1, include=["instruction"]).invoke("book a table")
-    assert docs[0].page_content.count("<instruction>") == 1
+    assert docs[0].page_content.count("<task>") == 1
     assert "<result>" not in docs[0].page_content
 
 

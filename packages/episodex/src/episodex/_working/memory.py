@@ -20,30 +20,104 @@ from episodex._common.errors import UnknownTagError, ValidationError
 
 __all__ = ["MemKey", "MemoryEntry", "TagSpec", "WorkingMemory"]
 
-_KEY = re.compile(r"[a-z][a-z0-9_]{0,63}")
+_KEY = re.compile(r"[a-z_][a-z0-9_]{0,63}")
+
+# The original framework keys (Pangu-Agent's `MemKey` enum): name and value, in its order.
+_ORIGINAL_KEYS: tuple[tuple[str, str], ...] = (
+    ("AVAILABLE_ACTIONS", "_available_actions"),
+    ("EXTERNAL_ACTION", "_action"),
+    ("NEXT_PLANNED_ACTION", "_next_planned_action"),
+    ("OBSERVATION", "_text_obs"),
+    ("RAW_ACTION_OUTPUT", "_raw_action_output"),
+    ("REWARD", "_reward"),
+    ("TASK_CATEGORY", "_task_category"),
+    ("THOUGHT", "_thought"),
+    ("REFLECTION", "_reflection"),
+    ("SUBPROBLEM", "_subproblem"),
+    ("NEXT_PLANNED_ACTION_DIVERSE", "_next_possible_action_diverse"),
+    ("DB_QUERY", "_db_query"),
+    ("RAG_RETRIEVAL", "_rag_retrieval"),
+    ("GOOGLE_QUERY", "_google_query"),
+    ("LINK_RETRIEVED", "_link_retrieved"),
+    ("NUM_CHUNKS", "_num_chunks"),
+    ("SNIPPET_RETRIEVED", "_snippet_retrieved"),
+    ("SUMMARIZED_TEXT", "_summarized_text"),
+    ("TEXT_RETRIEVED", "_text_retrieved"),
+    ("TITLE_RETRIEVED", "_title_retrieved"),
+    ("FULL_EPS_REWARDS", "_full_eps_rewards"),
+    ("FULL_EPS_TRAJECTORY", "_full_eps_trajectory"),
+    ("TRAJECTORY", "_trajectory"),
+)
+
+# The names episodex gave some of those keys first; they stay attributes of `MemKey` and, in
+# lower case, strings `MemKey(...)` accepts, all naming the original key.
+_EXTENSION_NAMES: dict[str, str] = {
+    "ACTION": "EXTERNAL_ACTION",
+    "DIVERSE_NEXT_ACTIONS": "NEXT_PLANNED_ACTION_DIVERSE",
+    "SEARCH_QUERY": "GOOGLE_QUERY",
+    "SEARCH_LINK": "LINK_RETRIEVED",
+    "SEARCH_SNIPPET": "SNIPPET_RETRIEVED",
+    "SEARCH_SUMMARY": "SUMMARIZED_TEXT",
+    "SEARCH_TEXT": "TEXT_RETRIEVED",
+    "SEARCH_TITLE": "TITLE_RETRIEVED",
+    "FULL_EPISODE_REWARDS": "FULL_EPS_REWARDS",
+    "FULL_EPISODE_TRAJECTORY": "FULL_EPS_TRAJECTORY",
+}
 
 
-class MemKey(str):
+class _MemKeyType(type):
+    """Makes the `MemKey` class behave like the original enum: iterable, sized, indexable."""
+
+    def __iter__(cls) -> Iterator[MemKey]:
+        """Every registered key once, the original ones first, in their order."""
+        return iter(list(MemKey._keys))  # pyright: ignore[reportPrivateUsage]
+
+    def __len__(cls) -> int:
+        return len(MemKey._keys)  # pyright: ignore[reportPrivateUsage]
+
+    def __getitem__(cls, name: str) -> MemKey:
+        """The key of a member name (`MemKey["OBSERVATION"]`), as an enum does."""
+        try:
+            return MemKey._by_name[name]  # pyright: ignore[reportPrivateUsage]
+        except (KeyError, TypeError):
+            raise UnknownTagError(f"MemKey has no member named {name!r}") from None
+
+    def __contains__(cls, value: object) -> bool:
+        """Whether `value` is a key, or the value or an accepted name of one."""
+        return isinstance(value, str) and value in MemKey._registry  # pyright: ignore[reportPrivateUsage]
+
+
+class MemKey(str, metaclass=_MemKeyType):
     """A registered working-memory tag: a string, so it prints, hashes and compares as one.
 
-    `MemKey("thought")` returns the registered key and raises `UnknownTagError` for a name
-    that was never registered; `MemKey.register("plan")` adds one (idempotent).
+    The original framework keys are members with their original names and values
+    (`MemKey.OBSERVATION == "_text_obs"`, `MemKey.OBSERVATION.name == "OBSERVATION"`,
+    `MemKey.NUM_CHUNKS`...), and `MemKey` iterates over them like the original enum
+    (`set(MemKey)`, `MemKey["THOUGHT"]`). `MemKey("_thought")` returns the registered key and
+    raises `UnknownTagError` for a name never registered; `MemKey.register("plan")` adds one
+    (idempotent). The first names episodex used (`MemKey.ACTION`, `MemKey("observation")`,
+    `MemKey.SEARCH_QUERY`...) still name the same keys.
 
     ```python
     from episodex import MemKey
 
     PLAN = MemKey.register("plan")
-    assert MemKey("plan") is PLAN and PLAN == "plan"
+    assert MemKey("plan") is PLAN and PLAN == "plan" and PLAN.name == "PLAN"
+    assert MemKey.EXTERNAL_ACTION is MemKey.ACTION and MemKey.ACTION.value == "_action"
+    assert MemKey.NUM_CHUNKS in set(MemKey)
     ```
     """
 
     __slots__ = ()
 
     _registry: ClassVar[dict[str, MemKey]] = {}
+    _keys: ClassVar[list[MemKey]] = []
+    _names: ClassVar[dict[str, str]] = {}
+    _by_name: ClassVar[dict[str, MemKey]] = {}
     _lock: ClassVar[threading.Lock] = threading.Lock()
 
     AVAILABLE_ACTIONS: ClassVar[MemKey]
-    ACTION: ClassVar[MemKey]
+    EXTERNAL_ACTION: ClassVar[MemKey]
     NEXT_PLANNED_ACTION: ClassVar[MemKey]
     OBSERVATION: ClassVar[MemKey]
     RAW_ACTION_OUTPUT: ClassVar[MemKey]
@@ -52,9 +126,22 @@ class MemKey(str):
     THOUGHT: ClassVar[MemKey]
     REFLECTION: ClassVar[MemKey]
     SUBPROBLEM: ClassVar[MemKey]
-    DIVERSE_NEXT_ACTIONS: ClassVar[MemKey]
+    NEXT_PLANNED_ACTION_DIVERSE: ClassVar[MemKey]
     DB_QUERY: ClassVar[MemKey]
     RAG_RETRIEVAL: ClassVar[MemKey]
+    GOOGLE_QUERY: ClassVar[MemKey]
+    LINK_RETRIEVED: ClassVar[MemKey]
+    NUM_CHUNKS: ClassVar[MemKey]
+    SNIPPET_RETRIEVED: ClassVar[MemKey]
+    SUMMARIZED_TEXT: ClassVar[MemKey]
+    TEXT_RETRIEVED: ClassVar[MemKey]
+    TITLE_RETRIEVED: ClassVar[MemKey]
+    FULL_EPS_REWARDS: ClassVar[MemKey]
+    FULL_EPS_TRAJECTORY: ClassVar[MemKey]
+    TRAJECTORY: ClassVar[MemKey]
+    # The names episodex gave some of the keys above first.
+    ACTION: ClassVar[MemKey]
+    DIVERSE_NEXT_ACTIONS: ClassVar[MemKey]
     SEARCH_QUERY: ClassVar[MemKey]
     SEARCH_LINK: ClassVar[MemKey]
     SEARCH_SNIPPET: ClassVar[MemKey]
@@ -63,7 +150,6 @@ class MemKey(str):
     SEARCH_TITLE: ClassVar[MemKey]
     FULL_EPISODE_REWARDS: ClassVar[MemKey]
     FULL_EPISODE_TRAJECTORY: ClassVar[MemKey]
-    TRAJECTORY: ClassVar[MemKey]
 
     def __new__(cls, name: str) -> MemKey:
         if isinstance(name, MemKey):
@@ -77,63 +163,70 @@ class MemKey(str):
             ) from None
 
     def __repr__(self) -> str:
-        return f"MemKey({str.__repr__(self)})"
+        return f"<MemKey.{self.name}: {str.__repr__(self)}>"
+
+    @property
+    def name(self) -> str:
+        """The member name: the original one for framework keys, else the value upper-cased."""
+        return MemKey._names[str(self)]
+
+    @property
+    def value(self) -> str:
+        """The key's string, as the original enum's `.value`."""
+        return str.__str__(self)
 
     @classmethod
     def register(cls, name: str) -> MemKey:
-        """Register a tag (lower-case letters, digits and `_`, starting with a letter).
+        """Register a tag (lower-case letters, digits and `_`, starting with a letter or `_`).
 
-        Registering a name again returns the same key.
+        Registering a name again (or a name that already names a key) returns that key.
         """
         if not isinstance(name, str) or not _KEY.fullmatch(name):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ValidationError(
                 f"a tag name must be 1-64 lower-case letters, digits or '_', starting with a "
-                f"letter; got {name!r}"
+                f"letter or '_'; got {name!r}"
             )
         with cls._lock:
-            key = cls._registry.get(name)
-            if key is None:
-                key = str.__new__(cls, name)
-                cls._registry[name] = key
-            return key
+            return cls._register(name, name.upper())
+
+    @classmethod
+    def _register(cls, value: str, member: str) -> MemKey:
+        key = cls._registry.get(value)
+        if key is None:
+            key = str.__new__(cls, value)
+            cls._registry[value] = key
+            cls._keys.append(key)
+            cls._names[value] = member
+            cls._by_name.setdefault(member, key)
+        return key
 
     @classmethod
     def registered(cls) -> frozenset[MemKey]:
         """Every registered tag."""
-        return frozenset(cls._registry.values())
+        return frozenset(cls._keys)
 
     @classmethod
     def is_registered(cls, name: str) -> bool:
-        """Whether `name` is a registered tag."""
+        """Whether `name` is a registered tag (or a name accepted for one)."""
         return name in cls._registry
 
 
-for _attr in (
-    "AVAILABLE_ACTIONS",
-    "ACTION",
-    "NEXT_PLANNED_ACTION",
-    "OBSERVATION",
-    "RAW_ACTION_OUTPUT",
-    "REWARD",
-    "TASK_CATEGORY",
-    "THOUGHT",
-    "REFLECTION",
-    "SUBPROBLEM",
-    "DIVERSE_NEXT_ACTIONS",
-    "DB_QUERY",
-    "RAG_RETRIEVAL",
-    "SEARCH_QUERY",
-    "SEARCH_LINK",
-    "SEARCH_SNIPPET",
-    "SEARCH_SUMMARY",
-    "SEARCH_TEXT",
-    "SEARCH_TITLE",
-    "FULL_EPISODE_REWARDS",
-    "FULL_EPISODE_TRAJECTORY",
-    "TRAJECTORY",
-):
-    setattr(MemKey, _attr, MemKey.register(_attr.lower()))
-del _attr
+def _install_framework_keys() -> None:
+    for member, value in _ORIGINAL_KEYS:
+        key = MemKey._register(value, member)  # pyright: ignore[reportPrivateUsage]
+        setattr(MemKey, member, key)
+    for alias, member in _EXTENSION_NAMES.items():
+        setattr(MemKey, alias, getattr(MemKey, member))
+        MemKey._by_name[alias] = getattr(MemKey, member)  # pyright: ignore[reportPrivateUsage]
+    # The lower-case names episodex accepted first (`MemKey("observation")`) stay accepted.
+    for member, _ in _ORIGINAL_KEYS:
+        MemKey._registry.setdefault(member.lower(), getattr(MemKey, member))  # pyright: ignore[reportPrivateUsage]
+    for alias, member in _EXTENSION_NAMES.items():
+        MemKey._registry.setdefault(alias.lower(), getattr(MemKey, member))  # pyright: ignore[reportPrivateUsage]
+
+
+_install_framework_keys()
+
 
 #: One tag, several (list, tuple, set: each weighs 1.0), or `{tag: weight}`.
 TagSpec = MemKey | str | Iterable[MemKey | str] | Mapping[MemKey | str, float]
@@ -192,6 +285,12 @@ def _weights(tags: object) -> dict[MemKey, float]:
     return dict.fromkeys(_tags(tags), 1.0)
 
 
+def _same_score(a: float, b: float) -> bool:
+    # Summed float weights differ in the last bits with the order of addition
+    # (0.1 + 0.2 != 0.3): scores this close are a tie, and the newest entry wins it.
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+
 class WorkingMemory:
     """Tagged entries for one agent run, retrieved by summed tag weights.
 
@@ -201,13 +300,16 @@ class WorkingMemory:
     wm = WorkingMemory()
     wm.store("the door is locked", MemKey.OBSERVATION)
     wm.store("find the key first", {MemKey.THOUGHT, MemKey.NEXT_PLANNED_ACTION})
-    wm.retrieve(MemKey.THOUGHT).content                       # 'find the key first'
-    wm.retrieve({MemKey.OBSERVATION: 2.0, MemKey.THOUGHT: 1.0}).content
+    wm.retrieve(MemKey.THOUGHT)                                 # 'find the key first'
+    wm.retrieve({MemKey.OBSERVATION: 2.0, MemKey.THOUGHT: 1.0}) # 'the door is locked'
+    wm.retrieve_entry(MemKey.THOUGHT).created_at                # the entry, with its time
     ```
 
-    An entry scores the sum of the weights of the asked tags it carries. `retrieve` returns
-    the best entry (the newest among equals) or None when the best score is not above 0;
-    `retrieve_all` returns every entry at the best score, newest first.
+    An entry scores the sum of the weights of the asked tags it carries; scores within a
+    relative 1e-9 of each other are equal. As in the original design, `retrieve` returns the
+    content of the best entry (the newest among equals) or None when the best score is not
+    above 0, and `retrieve_all` the contents of every entry at the best score, newest first.
+    `retrieve_entry` and `retrieve_all_entries` return the `MemoryEntry` objects instead.
     """
 
     def __init__(self) -> None:
@@ -225,18 +327,28 @@ class WorkingMemory:
         # Newest first, so among equal scores the newest is found first.
         for entry in reversed(self._entries):
             score = sum(weights.get(tag, 0.0) for tag in entry.tags)
-            if score > best:
+            if _same_score(score, best):
+                if winners:
+                    winners.append(entry)
+            elif score > best:
                 best, winners = score, [entry]
-            elif score == best and winners:
-                winners.append(entry)
         return best, winners
 
-    def retrieve(self, tags: TagSpec) -> MemoryEntry | None:
-        """The best-scoring entry (the newest among equals); None if no score is above 0."""
+    def retrieve(self, tags: TagSpec) -> Any:
+        """The content of the best entry (the newest among equals); None if no score is > 0."""
+        winners = self._best(tags)[1]
+        return winners[0].content if winners else None
+
+    def retrieve_all(self, tags: TagSpec) -> list[Any]:
+        """The contents of every entry at the best score (above 0), newest first."""
+        return [entry.content for entry in self._best(tags)[1]]
+
+    def retrieve_entry(self, tags: TagSpec) -> MemoryEntry | None:
+        """The best-scoring entry itself (the newest among equals); None if no score is above 0."""
         winners = self._best(tags)[1]
         return winners[0] if winners else None
 
-    def retrieve_all(self, tags: TagSpec) -> list[MemoryEntry]:
+    def retrieve_all_entries(self, tags: TagSpec) -> list[MemoryEntry]:
         """Every entry at the best score (above 0), newest first."""
         return self._best(tags)[1]
 
@@ -262,7 +374,10 @@ class WorkingMemory:
     def add_tags(
         self, target: MemoryEntry | TagSpec, tags: MemKey | str | Iterable[MemKey | str]
     ) -> int:
-        """Add tags to an entry, or to every entry `retrieve_all(target)` finds; returns how many."""
+        """Add tags to an entry, or to every entry `retrieve_all_entries(target)` finds.
+
+        Returns how many entries were tagged.
+        """
         new = _tags(tags)
         entries = self._targets(target)
         for entry in entries:
@@ -270,7 +385,7 @@ class WorkingMemory:
         return len(entries)
 
     def delete(self, target: MemoryEntry | TagSpec) -> int:
-        """Delete an entry, or every entry `retrieve_all(target)` finds; returns how many."""
+        """Delete an entry, or every entry `retrieve_all_entries(target)` finds; returns how many."""
         doomed = {id(e) for e in self._targets(target)}
         self._entries = [e for e in self._entries if id(e) not in doomed]
         return len(doomed)
