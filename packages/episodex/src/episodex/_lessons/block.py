@@ -66,8 +66,9 @@ def _describe_action(memory: StepMemory, max_chars: int) -> str:
 def format_lessons(lessons: Iterable[RetrievedLesson | StepMemory], *, max_chars: int = 300) -> str:
     """Render lessons as the REPEAT/AVOID prompt block (`""` when there is no graded lesson).
 
-    Each lesson line shows the page path and, for retrieved lessons, the match score (the
-    re-ranking score as a percentage). Pending steps are left out.
+    Each lesson line shows the page path and a percentage: for retrieved lessons the match
+    score (the re-ranking score), for plain step memories (loaded or imported) the grader's
+    `confidence`, when it has one. Pending steps are left out.
     """
     lines: list[str] = []
     number = 0
@@ -75,7 +76,7 @@ def format_lessons(lessons: Iterable[RetrievedLesson | StepMemory], *, max_chars
         if isinstance(item, RetrievedLesson):
             memory, score = item.memory, item.score
         elif isinstance(item, StepMemory):  # pyright: ignore[reportUnnecessaryIsInstance]
-            memory, score = item, None
+            memory, score = item, item.confidence
         else:
             raise ValidationError(
                 f"format_lessons takes step memories or retrieved lessons, got {type(item).__name__}"

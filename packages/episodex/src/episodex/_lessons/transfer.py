@@ -17,6 +17,7 @@ from episodex._common.errors import ImportFileError, ValidationError
 from episodex._common.text import bad_lines_summary
 from episodex._common.validation import read_json
 from episodex._lessons.block import format_lessons
+from episodex._lessons.camel import from_camel, is_camel_record
 from episodex._lessons.model import RetrievedLesson, StepMemory
 
 __all__ = ["export_memories", "import_memories"]
@@ -113,10 +114,26 @@ def _from_row(row: Mapping[str, str]) -> dict[str, Any]:
     return data
 
 
-def import_memories(text: str, fmt: Literal["json", "csv"] = "json") -> list[StepMemory]:
+def import_memories(
+    text: str,
+    fmt: Literal["json", "csv"] = "json",
+    *,
+    user_id: str | None = None,
+    agent_id: str | None = None,
+) -> list[StepMemory]:
     """Read memories written by `export_memories` (json or csv); `ImportFileError` lists bad ones.
 
-    Nothing is stored: pass the result to `StepLessonMemory.store_memories`.
+    JSON in the original camelCase schema (`stepId`, `envPre`, `createdAt`, a numeric `id`,
+    states as JSON text) is read too, record by record: a numeric id becomes a UUID derived
+    from it and is kept as `metadata["original_id"]`, keys the schema does not know are kept
+    under `metadata["imported"]`, and `createdAt` may be ISO text or epoch seconds or
+    milliseconds. Nothing is stored: pass the result to `StepLessonMemory.store_memories`.
+
+    Args:
+        text: The exported text.
+        fmt: `json` or `csv`.
+        user_id: The user for camelCase records that name none (the original schema had none).
+        agent_id: The agent for camelCase records that name none.
     """
     if not isinstance(text, str):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise ValidationError(f"import_memories takes the exported text, got {type(text).__name__}")
@@ -142,6 +159,13 @@ def import_memories(text: str, fmt: Literal["json", "csv"] = "json") -> list[Ste
             )
         for number, record in enumerate(records, start=1):  # pyright: ignore[reportUnknownVariableType]
             try:
+                if is_camel_record(record):
+                    record = from_camel(record, user_id=user_id, agent_id=agent_id)  # pyright: ignore[reportUnknownArgumentType]
+                    for name, value in (("user_id", user_id), ("agent_id", agent_id)):
+                        if record.get(name) is None and value is None:
+                            raise ValidationError(
+                                f"the record names no {name[:-3]}: pass {name}= to import_memories"
+                            )
                 out.append(StepMemory.parse(record))  # pyright: ignore[reportUnknownArgumentType]
             except ValidationError as exc:
                 errors.append((number, str(exc)))
