@@ -392,7 +392,7 @@ async def test_messages_without_a_conversation_are_refused(
         ({"memory": "./memory"}, "memory:"),
         ({"max_tokens": 0}, "max_tokens:"),
         ({"previous_conversation_limit": -1}, "previous_conversation_limit:"),
-        ({"recall_options": {"user_id": "someone-else"}}, "recall_options ['user_id'] not allowed"),
+        ({"recall_options": {"user_id": "someone-else"}}, "unknown recall option"),
     ],
 )
 def test_bad_settings_raise_configuration_error(
