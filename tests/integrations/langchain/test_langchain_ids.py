@@ -37,7 +37,7 @@ def _users() -> tuple[str, str]:
     return f"alice-{tag}", f"bob-{tag}"
 
 
-def _ask(text: str) -> dict[str, Any]:
+def _ask(text: str) -> Any:  # the agent's input state
     return {"messages": [HumanMessage(text)]}
 
 
@@ -160,15 +160,16 @@ def test_sync_memory_is_accepted_everywhere() -> None:
         config: RunnableConfig = {"configurable": {"user_id": user, "conversation_id": "c1"}}
         record_exchange(sync, "My locker code is 4512.", "Saved.", agent_id=AGENT, config=config)
         assert sync.count(user_id=user, agent_id=AGENT) == 1
+        any_memory: Any = sync  # the pydantic fields are typed with the core class it unwraps to
 
-        retriever = EpisodicRetriever(memory=sync, user_id=user, agent_id=AGENT)
+        retriever = EpisodicRetriever(memory=any_memory, user_id=user, agent_id=AGENT)
         assert retriever.invoke("locker code")[0].page_content == "My locker code is 4512."
         block = recall_episodes(sync, agent_id=AGENT).invoke("locker", config=config)
         assert "4512" in block
         tool = create_memory_search_tool(sync, user_id=user, agent_id=AGENT)
         assert "4512" in tool.invoke({"query": "locker code"})
 
-        classic = EpisodicConversationMemory(memory=sync, user_id=user, agent_id=AGENT)
+        classic = EpisodicConversationMemory(memory=any_memory, user_id=user, agent_id=AGENT)
         assert "4512" in classic.load_memory_variables({"input": "locker code?"})["history"]
 
         model = EchoChatModel(answer=_answer)

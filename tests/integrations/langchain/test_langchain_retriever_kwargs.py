@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from typing import Any
 
 import pytest
 from episodex import ConfigurationError, EpisodicMemory
@@ -78,7 +79,8 @@ def test_empty_query_returns_nothing(memory: EpisodicMemory, user: str) -> None:
 
 def test_search_types_that_make_no_sense_are_typed_errors(memory: EpisodicMemory) -> None:
     with pytest.raises(ConfigurationError, match="search_type must be one of similarity"):
-        EpisodicRetriever(memory=memory, user_id="u", agent_id=AGENT, search_type="mmr")
+        mmr: Any = "mmr"  # what a langchain-qdrant user may type
+        EpisodicRetriever(memory=memory, user_id="u", agent_id=AGENT, search_type=mmr)
     with pytest.raises(ConfigurationError, match="needs score_threshold"):
         EpisodicRetriever(
             memory=memory, user_id="u", agent_id=AGENT, search_type="similarity_score_threshold"
