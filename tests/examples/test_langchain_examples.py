@@ -65,7 +65,15 @@ def test_agent_middleware_records_the_run_with_its_tools() -> None:
     assert "<tools>track_parcel</tools>" in block
     assert any('conversation="tuesday"' in line for line in block)
     assert "thursday: It is at the Leeds depot; the redelivery is on Friday." in out
-    assert out[-1] == "bob recalls: ''"
+    # The memory tool, called by the model, finds Tuesday's run for Alice.
+    assert "search_memory found tuesday: True" in out
+    assert "friday: Your redelivery for order 1182 was booked for Friday." in out
+    assert "bob recalls: ''" in out
+    # agent.batch with one config per user: each run recalls its own user's memory only.
+    assert out[-2:] == [
+        "batch alice recalls parcel 1182: True",
+        "batch bob recalls parcel 1182: False",
+    ]
 
 
 def test_lcel_chain_recalls_march_in_april() -> None:
