@@ -105,7 +105,7 @@ def validate_recall_options(
     unknown = sorted(str(name) for name in options if name not in RECALL_OPTION_NAMES)
     if unknown:
         raise ConfigurationError(
-            f"{where}unknown recall option(s) {', '.join(unknown)}; "
+            f"{where}unknown recall option(s) {', '.join(unknown)} in recall_options; "
             f"known: {', '.join(sorted(RECALL_OPTION_NAMES))}"
         )
     return cast(RecallOptions, dict(options))
