@@ -7,7 +7,7 @@ from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import FakeMessagesListChatModel, LanguageModelInput
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
@@ -35,9 +35,10 @@ class RecordingChatModel(FakeMessagesListChatModel):
         *,
         tool_choice: str | None = None,
         **kwargs: Any,
-    ) -> Runnable[LanguageModelInput, BaseMessage]:
+    ) -> Runnable[LanguageModelInput, AIMessage]:
         # create_agent binds its tools; the scripted answers already name the tool calls.
-        return self
+        bound: Runnable[LanguageModelInput, AIMessage] = self  # pyright: ignore[reportAssignmentType]
+        return bound
 
     def prompt_text(self, call: int = -1) -> str:
         """Everything the model was sent in one call, as one string."""
@@ -70,8 +71,10 @@ class EchoChatModel(FakeMessagesListChatModel):
         *,
         tool_choice: str | None = None,
         **kwargs: Any,
-    ) -> Runnable[LanguageModelInput, BaseMessage]:
-        return self
+    ) -> Runnable[LanguageModelInput, AIMessage]:
+        # create_agent binds its tools; the answers already name the tool calls.
+        bound: Runnable[LanguageModelInput, AIMessage] = self  # pyright: ignore[reportAssignmentType]
+        return bound
 
 
 def sent_text(messages: list[BaseMessage]) -> str:
