@@ -2,7 +2,9 @@
 
 `EpisodicMemoryMiddleware` recalls the episodes relevant to the user's message once per run,
 adds them to the system message of every model call (never to the history), and records the
-finished run, with the tools it used, as an episode. The user comes from the runtime context.
+finished run, with the tools it used, as an episode. With `search_tool=True` the agent can
+also search its memory itself (`search_memory`). The user comes from the runtime context, or
+from each config's `configurable` in `agent.batch`.
 
     python examples/langchain_agent_middleware.py
 
@@ -21,7 +23,7 @@ from typing import Any
 from episodex import EpisodicMemory
 from langchain.agents import create_agent
 from langchain_core.language_models import BaseChatModel, FakeMessagesListChatModel
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import tool
 from langchain_episodex import EpisodicContext, EpisodicMemoryMiddleware
 
@@ -51,7 +53,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         memory = EpisodicMemory(path=folder)
         try:
-            middleware = EpisodicMemoryMiddleware(memory, agent_id="shop-support")
+            middleware = EpisodicMemoryMiddleware(memory, agent_id="shop-support", search_tool=True)
 
             def agent(*scripted: AIMessage) -> Any:
                 return create_agent(
@@ -86,11 +88,43 @@ def main() -> None:
             print(second["recalled_episodes"])
             print("thursday:", second["messages"][-1].text)
 
+            # The model decides to search its memory; whose memory comes from the run.
+            third = agent(
+                AIMessage(
+                    "",
+                    tool_calls=[
+                        {
+                            "name": "search_memory",
+                            "args": {"query": "parcel redelivery"},
+                            "id": "m1",
+                        }
+                    ],
+                ),
+                AIMessage("Your redelivery for order 1182 was booked for Friday."),
+            ).invoke(
+                {"messages": [{"role": "user", "content": "When was my redelivery again?"}]},
+                context={"user_id": "alice", "conversation_id": "friday"},
+            )
+            found = next(m for m in third["messages"] if isinstance(m, ToolMessage))
+            print("search_memory found tuesday:", 'conversation="tuesday"' in str(found.content))
+            print("friday:", third["messages"][-1].text)
+
             stranger = agent(AIMessage("Which order do you mean?")).invoke(
                 {"messages": [{"role": "user", "content": "Any news on my parcel?"}]},
                 context={"user_id": "bob"},
             )
             print("bob recalls:", repr(stranger["recalled_episodes"]))
+
+            # One batch, one user per config: each run sees only its own user's memory.
+            batch = agent(AIMessage("Let me check."), AIMessage("Let me check.")).batch(
+                [{"messages": [{"role": "user", "content": "Any news on parcel 1182?"}]}] * 2,
+                config=[
+                    {"configurable": {"user_id": "alice", "conversation_id": "sat-a"}},
+                    {"configurable": {"user_id": "bob", "conversation_id": "sat-b"}},
+                ],
+            )
+            for who, out in zip(("alice", "bob"), batch, strict=True):
+                print(f"batch {who} recalls parcel 1182:", "1182" in out["recalled_episodes"])
         finally:
             memory.close()
 

@@ -1,9 +1,10 @@
 """A classic LangChain `ConversationChain` that remembers earlier conversations.
 
-`langchain_episodex.EpisodicMemory` plugs into any classic chain: before each call it recalls
-the episodes relevant to the user's message into the prompt variable `recalled_episodes`;
-after the call it records the exchange as an episode. Here a customer reports a broken
-kettle on Monday, and on Thursday, in a new conversation, asks what happened.
+`langchain_episodex.EpisodicConversationMemory` plugs into any classic chain, with
+`ConversationChain`'s default prompt as it is: before each call it recalls the episodes
+relevant to the user's message into the prompt variable `history`; after the call it records
+the exchange as an episode. Here a customer reports a broken kettle on Monday, and on
+Thursday, in a new conversation, asks what happened.
 
     python examples/langchain_classic_chain.py
 
@@ -22,18 +23,11 @@ from episodex import EpisodicMemory as Episodes
 from langchain_classic.chains import ConversationChain
 from langchain_core._api import LangChainDeprecationWarning
 from langchain_core.language_models import BaseChatModel, FakeListChatModel
-from langchain_core.prompts import PromptTemplate
-from langchain_episodex import EpisodicMemory
+from langchain_episodex import EpisodicConversationMemory
 
 # ConversationChain is deprecated upstream in favour of create_agent (see
 # langchain_agent_middleware.py); this example is for code that still runs classic chains.
 warnings.filterwarnings("ignore", category=LangChainDeprecationWarning)
-
-PROMPT = PromptTemplate.from_template(
-    "You are a support agent for an online shop.\n"
-    "What you remember about this customer:\n{recalled_episodes}\n\n"
-    "Customer: {input}\nAgent:"
-)
 
 
 def chat_model(*scripted: str) -> BaseChatModel:
@@ -48,7 +42,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         episodes = Episodes(path=folder)
         try:
-            monday = EpisodicMemory(
+            monday = EpisodicConversationMemory(
                 memory=episodes, user_id="alice", agent_id="shop-support", conversation_id="monday"
             )
             chain = ConversationChain(
@@ -56,32 +50,32 @@ def main() -> None:
                     "Sorry about that! I have issued a refund of 39 EUR for order 1182."
                 ),
                 memory=monday,
-                prompt=PROMPT,
             )
             reply = chain.invoke({"input": "My kettle from order 1182 arrived with a cracked lid."})
             print("monday:", reply["response"])
 
-            thursday = EpisodicMemory(
+            thursday = EpisodicConversationMemory(
                 memory=episodes,
                 user_id="alice",
                 agent_id="shop-support",
                 conversation_id="thursday",
             )
             question = "Did anything happen about my broken kettle?"
-            recalled = thursday.load_memory_variables({"input": question})["recalled_episodes"]
+            recalled = thursday.load_memory_variables({"input": question})["history"]
             print("recalled on thursday:")
             print(recalled)
             chain = ConversationChain(
                 llm=chat_model("Yes: the 39 EUR refund for order 1182 was issued on Monday."),
                 memory=thursday,
-                prompt=PROMPT,
             )
             print("thursday:", chain.invoke({"input": question})["response"])
 
-            bob = EpisodicMemory(memory=episodes, user_id="bob", agent_id="shop-support")
+            bob = EpisodicConversationMemory(
+                memory=episodes, user_id="bob", agent_id="shop-support"
+            )
             print(
                 "bob recalls:",
-                repr(bob.load_memory_variables({"input": question})["recalled_episodes"]),
+                repr(bob.load_memory_variables({"input": question})["history"]),
             )
         finally:
             episodes.close()

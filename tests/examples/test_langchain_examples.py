@@ -45,7 +45,7 @@ def test_classic_chain_recalls_monday_on_thursday() -> None:
     assert '<previous_conversations title="From previous conversations">' in block
     assert "<summary>My kettle from order 1182 arrived with a cracked lid.</summary>" in block
     assert (
-        "Assistant answered: Sorry about that! I have issued a refund of 39 EUR for order 1182.</details>"
+        "assistant: Sorry about that! I have issued a refund of 39 EUR for order 1182.</details>"
         in block
     )
     assert any('conversation="monday"' in line for line in block)
@@ -61,11 +61,19 @@ def test_agent_middleware_records_the_run_with_its_tools() -> None:
     )
     block = block_after(out, "recalled on thursday:")
     assert "<summary>Where is my parcel for order 1182?</summary>" in block
-    assert "Tools used: track_parcel" in block
+    assert "assistant: [called track_parcel]" in block
     assert "<tools>track_parcel</tools>" in block
     assert any('conversation="tuesday"' in line for line in block)
     assert "thursday: It is at the Leeds depot; the redelivery is on Friday." in out
-    assert out[-1] == "bob recalls: ''"
+    # The memory tool, called by the model, finds Tuesday's run for Alice.
+    assert "search_memory found tuesday: True" in out
+    assert "friday: Your redelivery for order 1182 was booked for Friday." in out
+    assert "bob recalls: ''" in out
+    # agent.batch with one config per user: each run recalls its own user's memory only.
+    assert out[-2:] == [
+        "batch alice recalls parcel 1182: True",
+        "batch bob recalls parcel 1182: False",
+    ]
 
 
 def test_lcel_chain_recalls_march_in_april() -> None:

@@ -69,7 +69,9 @@ async def test_async_chain_and_record(memory: Episodes) -> None:
     )
     stored = await memory.get(point, user_id=user, agent_id="travel")
     assert stored["tools_invoked"] == ["hotels"]
-    assert stored["long_summary_text"].endswith("Assistant answered: Your hotel in Rome is booked.")
+    assert stored["long_summary_text"] == (
+        "user: Book a hotel in Rome\nassistant: Your hotel in Rome is booked.\n[called hotels]"
+    )
 
     model2 = RecordingChatModel(responses=[AIMessage("Rome.")], received=[])
     block = await recall_episodes(memory, agent_id="travel").ainvoke(

@@ -72,7 +72,10 @@ def test_sync_run_is_recorded_and_recalled_next_time(memory: Episodes) -> None:
     recent = middleware_memory_recent(memory, user)
     assert recent["short_summary_text"] == "Where is my order 1234?"
     assert recent["tools_invoked"] == ["lookup_order"]
-    assert "Assistant answered: Your order 1234 shipped on Monday." in recent["long_summary_text"]
+    assert recent["long_summary_text"] == (
+        "user: Where is my order 1234?\nassistant: [called lookup_order]\n"
+        "tool: Order 1234 shipped on Monday.\nassistant: Your order 1234 shipped on Monday."
+    )
     assert recent["conversation_id"] == "c1"
     assert (recent["start_index"], recent["end_index"]) == (0, 3)
 
@@ -176,7 +179,7 @@ async def test_reflection_model_writes_the_summaries(memory: Episodes) -> None:
     recent = middleware_memory_recent(memory, user)
     assert recent["short_summary_text"] == "User checked on order 1234."
     assert recent["long_summary_text"] == "The agent looked the order up; it shipped Monday."
-    assert "Tools used: lookup_order" in reflector.prompt_text()
+    assert "assistant: [called lookup_order]" in reflector.prompt_text()
 
 
 async def test_lessons_mode_injects_the_lessons_block(memory: Episodes) -> None:

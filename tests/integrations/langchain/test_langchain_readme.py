@@ -19,6 +19,7 @@ def test_readme_has_the_three_shapes() -> None:
         "recall_episodes",
         "ConversationChain",
         "EpisodicRetriever",
+        "create_memory_search_tool",
     ):
         assert name in joined
 
@@ -35,9 +36,11 @@ def test_snippets_run_and_remember(
         for snippet in SNIPPETS:
             exec(compile(snippet, str(README), "exec"), {"__name__": "readme"})
             outputs.append(capsys.readouterr().out)
-    agent_out, lcel_out, classic_out, retriever_out = outputs
+    agent_out, lcel_out, classic_out, retriever_out, tool_out = outputs
     assert "<summary>I am vegetarian.</summary>" in agent_out
     assert lcel_out.strip() == "An aisle seat, as usual."
     assert classic_out.strip() == "Yes, on Monday."
     lines = retriever_out.strip().splitlines()
     assert len(lines) == 2 and "Refund order 1182, it broke." in retriever_out
+    assert tool_out.startswith("<recalled_episodes>")
+    assert "user: Refund order 1182, it broke." in tool_out

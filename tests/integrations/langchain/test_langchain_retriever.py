@@ -133,8 +133,8 @@ def test_bad_arguments_raise_typed_errors(filled: tuple[EpisodicMemory, str, str
         EpisodicRetriever(memory=memory, user_id=alice, agent_id=AGENT, k=0)
     with pytest.raises(ConfigurationError, match="memory"):
         EpisodicRetriever(memory="./memory", user_id=alice, agent_id=AGENT)
-    with pytest.raises(ConfigurationError, match="user_id is required"):
-        EpisodicRetriever(memory=memory, agent_id=AGENT)
+    with pytest.raises(ConfigurationError, match="no user_id"):
+        EpisodicRetriever(memory=memory, agent_id=AGENT).invoke("refund")
     with pytest.raises(ConfigurationError, match="unknown recall option"):
         EpisodicRetriever(memory=memory, user_id=alice, agent_id=AGENT, recall_options={"limit": 3})
     retriever = EpisodicRetriever(memory=memory, user_id=alice, agent_id=AGENT)
@@ -142,8 +142,7 @@ def test_bad_arguments_raise_typed_errors(filled: tuple[EpisodicMemory, str, str
         retriever.invoke("refund", k=0)
     with pytest.raises(ValidationError, match="unknown retriever argument"):
         retriever.invoke("refund", top_k=2)
-    with pytest.raises(ValidationError, match="query"):
-        retriever.invoke("   ")
+    assert retriever.invoke("   ") == []  # an empty query finds nothing, as in langchain-qdrant
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -165,4 +164,4 @@ def test_recall_options_are_the_core_recall_options(
         recall_options={"with_stream_ranks": False, "stage1_limit": 50, "rrf_k": 5},
     )
     docs = retriever.invoke("refund order 1234")
-    assert docs and all(d.metadata["streams"] == {} for d in docs)
+    assert docs and all("streams" not in d.metadata for d in docs)

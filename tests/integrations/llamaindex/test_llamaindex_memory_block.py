@@ -392,7 +392,7 @@ async def test_messages_without_a_conversation_are_refused(
         ({"memory": "./memory"}, "memory:"),
         ({"max_tokens": 0}, "max_tokens:"),
         ({"previous_conversation_limit": -1}, "previous_conversation_limit:"),
-        ({"recall_options": {"user_id": "someone-else"}}, "recall_options ['user_id'] not allowed"),
+        ({"recall_options": {"user_id": "someone-else"}}, "unknown recall option"),
     ],
 )
 def test_bad_settings_raise_configuration_error(
@@ -422,7 +422,7 @@ async def test_a_memory_over_its_limit_with_nothing_recalled_still_reads(
 async def test_recall_options_are_the_core_recall_options(
     memory: EpisodicMemory, user: str
 ) -> None:
-    # Every episodex.RecallOptions name but the limits (the block's own settings) is accepted.
+    # Every episodex.RecallOptions name is accepted, as in the LangChain adapter (issue 13).
     await seed(memory, user)
     block = EpisodicMemoryBlock(
         memory=memory,
@@ -432,10 +432,18 @@ async def test_recall_options_are_the_core_recall_options(
     )
     text = await block.aget([ChatMessage(role="user", content="Elm Street")], session_id="s")
     assert "12 Elm Street" in text
-    with pytest.raises(ConfigurationError, match="same_conversation_limit"):
+    # A limit in recall_options wins over the block's own setting.
+    silent = EpisodicMemoryBlock(
+        memory=memory,
+        user_id=user,
+        agent_id=AGENT,
+        recall_options={"previous_conversation_limit": 0},
+    )
+    assert await silent.aget([ChatMessage(role="user", content="Elm Street")], session_id="s") == ""
+    with pytest.raises(ConfigurationError, match="unknown recall option"):
         EpisodicMemoryBlock(
             memory=memory,
             user_id=user,
             agent_id=AGENT,
-            recall_options={"same_conversation_limit": 2},
+            recall_options={"top_k": 2},
         )

@@ -1,10 +1,15 @@
 """langchain-episodex: episodex episodic memory for LangChain.
 
 - `EpisodicRetriever`, `TaskEpisodeRetriever`: episodes as `Document`s.
-- `EpisodicMemory`: memory for classic chains (extra `classic`).
+- `EpisodicConversationMemory`: memory for classic chains (extra `classic`); `EpisodicMemory`
+  is its old name, still importable.
 - `EpisodicMemoryMiddleware`: memory for `create_agent` agents (extra `agents`).
+- `create_memory_search_tool`: a tool the agent calls to search its own episodes.
 - `recall_episodes`, `record_exchange`, `arecord_exchange`: memory for LCEL chains.
 - `from_langchain`: a LangChain model as the core's `prompt -> text` callable.
+
+Every piece picks the user, agent and conversation ids by one rule (`EpisodicContext`
+documents it): explicit argument > runtime context > `config["configurable"]` > thread id.
 """
 
 from __future__ import annotations
@@ -17,15 +22,17 @@ from langchain_episodex._lcel import arecord_exchange, recall_episodes, record_e
 from langchain_episodex._llm import from_langchain
 from langchain_episodex._retrievers import EpisodicRetriever
 from langchain_episodex._task_retriever import TaskEpisodeRetriever
+from langchain_episodex._tool import create_memory_search_tool
 
 if TYPE_CHECKING:
-    from langchain_episodex._classic import EpisodicMemory
+    from langchain_episodex._classic import EpisodicConversationMemory, EpisodicMemory
     from langchain_episodex._middleware import EpisodicMemoryMiddleware, LessonSource
 
 __version__ = "0.1.0"
 
 __all__ = [
     "EpisodicContext",
+    "EpisodicConversationMemory",
     "EpisodicMemory",
     "EpisodicMemoryMiddleware",
     "EpisodicRetriever",
@@ -33,6 +40,7 @@ __all__ = [
     "TaskEpisodeRetriever",
     "__version__",
     "arecord_exchange",
+    "create_memory_search_tool",
     "from_langchain",
     "recall_episodes",
     "record_exchange",
@@ -41,6 +49,7 @@ __all__ = [
 # Each needs an optional extra, so it is imported on first use: the package itself
 # imports with langchain-core alone, and a missing extra is named in the ImportError.
 _EXTRAS = {
+    "EpisodicConversationMemory": "langchain_episodex._classic",
     "EpisodicMemory": "langchain_episodex._classic",
     "EpisodicMemoryMiddleware": "langchain_episodex._middleware",
     "LessonSource": "langchain_episodex._middleware",

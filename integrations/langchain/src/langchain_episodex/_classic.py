@@ -1,4 +1,4 @@
-"""`EpisodicMemory` for classic LangChain chains (`LLMChain`, `ConversationChain`)."""
+"""`EpisodicConversationMemory` for classic LangChain chains (`ConversationChain`, `LLMChain`)."""
 
 from __future__ import annotations
 
@@ -7,57 +7,66 @@ from collections.abc import Mapping
 from typing import Any
 
 from episodex import EpisodicMemory as CoreMemory
-from episodex import ValidationError, run_sync
+from episodex import MemoryScope, ValidationError, run_sync
+from langchain_core.messages import BaseMessage, SystemMessage
 from pydantic import ConfigDict, Field, field_validator
 from pydantic import ValidationError as PydanticValidationError
 
+from langchain_episodex._context import run_scope
 from langchain_episodex._options import check_recall_options, core_memory
 from langchain_episodex._pydantic import configuration_error
-from langchain_episodex._summaries import exchange_summaries, message_text
+from langchain_episodex._recall import arecall_block
+from langchain_episodex._summaries import exchange_episodes, message_text
 
 try:
     from langchain_classic.base_memory import BaseMemory
 except ImportError as exc:  # pragma: no cover - only without the extra
     raise ImportError(
-        'langchain_episodex.EpisodicMemory needs langchain-classic: pip install "langchain-episodex[classic]"'
+        "langchain_episodex.EpisodicConversationMemory needs langchain-classic: "
+        'pip install "langchain-episodex[classic]"'
     ) from exc
 
-__all__ = ["EpisodicMemory"]
+__all__ = ["EpisodicConversationMemory", "EpisodicMemory"]
 
 # Chain inputs that are never the user's message.
 _NOT_THE_INPUT = frozenset({"stop"})
 
 
-class EpisodicMemory(BaseMemory):
+class EpisodicConversationMemory(BaseMemory):
     r"""Episodic memory for classic chains: recall before each call, record after it.
 
     `load_memory_variables` recalls episodes for the chain input and returns the
-    `<recalled_episodes>` block under `memory_key` (`""` when nothing matched);
-    `save_context` records the exchange (input and output) as one episode of this
-    conversation; `clear` forgets the conversation. The async variants are natively async.
+    `<recalled_episodes>` block under `memory_key` (`history` by default, the variable of
+    `ConversationChain`'s default prompt; `""` when nothing matched), or with
+    `return_messages=True` a list holding one `SystemMessage` with the block (empty when
+    nothing matched), for a `MessagesPlaceholder`. `save_context` records the exchange
+    (input and output) as an episode of this conversation; `clear` forgets the
+    conversation. The async variants are natively async.
+
+    Ids follow the package's one rule (see `EpisodicContext`): the ones given here win,
+    then those of the run the chain is called in (its runtime context, its config's
+    `configurable`). The conversation is the memory object's own (`conversation_id`, by
+    default a new id per object).
 
     Setup:
         `pip install "langchain-episodex[classic]"`
 
     Instantiate:
         ```python
-        from episodex import EpisodicMemory as Episodes
-        from langchain_episodex import EpisodicMemory
+        from episodex import EpisodicMemory
+        from langchain_episodex import EpisodicConversationMemory
 
-        episodes = Episodes(path="./memory")
-        memory = EpisodicMemory(memory=episodes, user_id="u1", agent_id="assistant",
-                                conversation_id="c1")
+        episodes = EpisodicMemory(path="./memory")
+        memory = EpisodicConversationMemory(memory=episodes, user_id="u1",
+                                            agent_id="assistant", conversation_id="c1")
         ```
 
-    Use with `ConversationChain` (the prompt takes `recalled_episodes` and `input`):
+    Use with `ConversationChain` and its default prompt:
         ```python
         # docs: no-run (needs a chat model; examples/langchain_classic_chain.py runs this offline)
         from langchain_classic.chains import ConversationChain
-        from langchain_core.prompts import PromptTemplate
 
-        prompt = PromptTemplate.from_template(
-            "{recalled_episodes}\nHuman: {input}\nAI:")
-        chain = ConversationChain(llm=chat_model, memory=memory, prompt=prompt)
+        chain = ConversationChain(llm=chat_model, memory=memory)
         chain.invoke({"input": "Where is my refund?"})
         ```
 
@@ -72,14 +81,16 @@ class EpisodicMemory(BaseMemory):
 
     memory: CoreMemory
     """The core memory (`episodex.EpisodicMemory`; a `SyncEpisodicMemory` is unwrapped)."""
-    user_id: str = Field(min_length=1)
-    """Whose memory: recall and recording never cross users."""
-    agent_id: str = Field(min_length=1)
-    """The agent the user talks to."""
+    user_id: str | None = Field(default=None, min_length=1)
+    """Whose memory (None: from the run); recall and recording never cross users."""
+    agent_id: str | None = Field(default=None, min_length=1)
+    """The agent the user talks to (None: from the run)."""
     conversation_id: str = Field(default_factory=lambda: uuid.uuid4().hex, min_length=1)
     """This conversation (default: a new id per memory object)."""
-    memory_key: str = Field(default="recalled_episodes", min_length=1)
+    memory_key: str = Field(default="history", min_length=1)
     """The prompt variable that receives the block."""
+    return_messages: bool = False
+    """Return the block as a list of messages (for a `MessagesPlaceholder`), not a string."""
     input_key: str | None = None
     """The chain input holding the user's message; None when the chain has exactly one."""
     output_key: str | None = None
@@ -87,7 +98,7 @@ class EpisodicMemory(BaseMemory):
     max_tokens: int | None = Field(default=None, ge=0)
     """Token budget of the block (None: no limit)."""
     recall_options: dict[str, Any] = Field(default_factory=dict[str, Any])
-    """Extra `recall` options: result limits, stream weights, `stage1_limit`, `rrf_k`."""
+    """Extra `recall` options (`episodex.RecallOptions`): limits, stream weights, ..."""
 
     def __init__(self, **data: Any) -> None:
         try:
@@ -110,62 +121,91 @@ class EpisodicMemory(BaseMemory):
         """The one variable this memory adds to the chain inputs."""
         return [self.memory_key]
 
+    def _scope(self) -> MemoryScope:
+        explicit = {
+            "user_id": self.user_id,
+            "agent_id": self.agent_id,
+            "conversation_id": self.conversation_id,
+        }
+        return run_scope(explicit)
+
     def _pick(self, values: Mapping[str, Any], key: str | None, what: str) -> str:
         if key is None:
             candidates = [k for k in values if k != self.memory_key and k not in _NOT_THE_INPUT]
             if len(candidates) != 1:
                 raise ValidationError(
                     f"cannot tell which chain {what} to use among {sorted(candidates)}: "
-                    f"set {what}_key= on the EpisodicMemory"
+                    f"set {what}_key= on the {type(self).__name__}"
                 )
             key = candidates[0]
         if key not in values:
             raise ValidationError(f"the chain {what}s have no {key!r}; they have {sorted(values)}")
         return message_text(values[key])
 
+    def _value(self, block: str) -> str | list[BaseMessage]:
+        if not self.return_messages:
+            return block
+        return [SystemMessage(content=block)] if block else []
+
     async def aload_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
         """Recall for the chain input; returns `{memory_key: block}`."""
         query = self._pick(inputs, self.input_key, "input")
+        scope = self._scope()
         if not query.strip():
-            return {self.memory_key: ""}
-        block = await self.memory.recall_block(
-            user_id=self.user_id,
-            agent_id=self.agent_id,
-            conversation_id=self.conversation_id,
-            query=query,
-            max_tokens=self.max_tokens,
-            **self.recall_options,
+            return {self.memory_key: self._value("")}
+        block = await arecall_block(
+            self.memory, scope, query, options=self.recall_options, max_tokens=self.max_tokens
         )
-        return {self.memory_key: block}
+        return {self.memory_key: self._value(block)}
 
     def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
         """Recall for the chain input; returns `{memory_key: block}`."""
         return run_sync(self.aload_memory_variables(inputs))
 
     async def asave_context(self, inputs: dict[str, Any], outputs: dict[str, str]) -> None:
-        """Record the exchange (chain input and output) as one episode."""
+        """Record the exchange (chain input and output) as an episode (several if very long)."""
         question = self._pick(inputs, self.input_key, "input")
         answer = self._pick(outputs, self.output_key, "output")
-        short, long = exchange_summaries(question, answer)
-        await self.memory.memorize(
-            short_summary=short,
-            long_summary=long,
-            user_id=self.user_id,
-            agent_id=self.agent_id,
-            conversation_id=self.conversation_id,
-            metadata={"source": "langchain-classic"},
+        scope = self._scope()
+        assert scope.conversation_id is not None  # _scope always names one
+        # One batch: a long exchange's episodes are stored all together or not at all.
+        await self.memory.memorize_many(
+            [
+                {
+                    "short_summary": episode.short_summary,
+                    "long_summary": episode.long_summary,
+                    "user_id": scope.user_id,
+                    "agent_id": scope.agent_id,
+                    "conversation_id": scope.conversation_id,
+                    "metadata": {"source": "langchain-classic"},
+                }
+                for episode in exchange_episodes(question, answer)
+            ]
         )
 
     def save_context(self, inputs: dict[str, Any], outputs: dict[str, str]) -> None:
-        """Record the exchange (chain input and output) as one episode."""
+        """Record the exchange (chain input and output) as an episode (several if very long)."""
         run_sync(self.asave_context(inputs, outputs))
 
     async def aclear(self) -> None:
         """Forget every episode of this conversation."""
+        scope = self._scope()
         await self.memory.forget(
-            user_id=self.user_id, agent_id=self.agent_id, conversation_id=self.conversation_id
+            user_id=scope.user_id, agent_id=scope.agent_id, conversation_id=scope.conversation_id
         )
 
     def clear(self) -> None:
         """Forget every episode of this conversation."""
         run_sync(self.aclear())
+
+
+class EpisodicMemory(EpisodicConversationMemory):
+    """The old name of `EpisodicConversationMemory`, kept so existing code keeps working.
+
+    It clashed with the core's `episodex.EpisodicMemory`; new code should use
+    `EpisodicConversationMemory`. The only difference is the old default `memory_key`,
+    `recalled_episodes`, which prompts written for the old name use.
+    """
+
+    memory_key: str = Field(default="recalled_episodes", min_length=1)
+    """The prompt variable that receives the block (old default: `recalled_episodes`)."""

@@ -1,24 +1,39 @@
-"""Whose memory: user, agent and conversation ids, from a runtime context or from defaults."""
+"""Whose memory: the ids of a call, by the core's one rule, from what a LangChain run carries.
+
+Every piece of this package (retrievers, the classic memory, the middleware, LCEL, the memory
+tool) picks its ids with `run_scope`, which applies `episodex.resolve_scope`: for each id, an
+explicit argument wins, then the runtime context (`context=` of a LangGraph or `create_agent`
+run), then the config's `configurable`, and for the conversation, last, the `thread_id`.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, TypedDict
 
-from episodex import ConfigurationError, ValidationError
+from episodex import MemoryScope, resolve_scope
+from langchain_core.runnables import RunnableConfig, ensure_config
 
-__all__ = ["EpisodicContext", "Scope", "resolve_scope"]
+__all__ = ["WHERE", "EpisodicContext", "run_scope"]
+
+WHERE = 'the runtime context (EpisodicContext) or the config\'s "configurable"'
+
+# Where LangGraph keeps the run's `Runtime` (and so its `context`) inside the config.
+_RUNTIME_KEY = "__pregel_runtime"
 
 
 class EpisodicContext(TypedDict, total=False):
     """The ids the adapters read at run time; every key is optional.
 
     Pass it as the agent's runtime context (`create_agent(..., context_schema=EpisodicContext)`
-    then `agent.invoke(..., context={"user_id": "u1"})`), or as `configurable` in an LCEL
-    chain's config. Any mapping, dataclass or object with these attributes works too, so an
-    application's own context class only needs the same field names. A key that is missing
-    falls back to the default given to the adapter's constructor.
+    then `agent.invoke(..., context={"user_id": "u1"})`), or put the same keys in the config's
+    `configurable` (`agent.batch(inputs, config=[{"configurable": {"user_id": "u1"}}, ...])`,
+    or any LCEL chain). Any mapping, dataclass or object with these attributes works as a
+    context, so an application's own context class only needs the same field names.
+
+    For each id, the first of these that names it wins: an explicit argument (given to the
+    adapter's constructor or call), the runtime context, the config's `configurable`, and for
+    the conversation the LangGraph `thread_id`.
     """
 
     user_id: str
@@ -29,67 +44,31 @@ class EpisodicContext(TypedDict, total=False):
     """The current conversation (a chat thread)."""
 
 
-@dataclass(frozen=True)
-class Scope:
-    """The resolved ids for one call."""
-
-    user_id: str
-    agent_id: str
-    conversation_id: str | None
-
-
-def _lookup(source: object, name: str) -> Any:
-    if source is None:
-        return None
-    if isinstance(source, Mapping):
-        return source.get(name)  # pyright: ignore[reportUnknownMemberType]
-    return getattr(source, name, None)
-
-
-def _checked(name: str, value: object) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ValidationError(f"{name} must be a non-empty string, got {value!r}")
-    return value
-
-
-def resolve_scope(
-    source: object,
+def run_scope(
+    explicit: Mapping[str, str | None],
+    config: RunnableConfig | None = None,
     *,
-    user_id: str | None,
-    agent_id: str | None,
-    conversation_id: str | None,
-    where: str,
-) -> Scope:
-    """Ids from `source` (a mapping or an object), else the defaults given.
+    context: object = None,
+) -> MemoryScope:
+    """The ids of one call: `explicit`, else the run's context, configurable and thread id.
 
     Args:
-        source: The runtime context, a `configurable` mapping, or None.
-        user_id: Default user id.
-        agent_id: Default agent id.
-        conversation_id: Default conversation id.
-        where: Where the caller can put the ids, for the error message.
+        explicit: The ids given to the adapter (None: not given).
+        config: The run's config; None reads the config of the run this call is inside.
+        context: The runtime context when the caller has it; else the one in the config.
 
     Raises:
-        ConfigurationError: No user or agent id from either place.
-        ValidationError: An id that is not a non-empty string.
+        ConfigurationError: No user or agent id anywhere.
+        ValidationError: The id that wins is not a non-empty string.
     """
-    ids: dict[str, str | None] = {}
-    for name, default in (
-        ("user_id", user_id),
-        ("agent_id", agent_id),
-        ("conversation_id", conversation_id),
-    ):
-        value = _lookup(source, name)
-        ids[name] = default if value is None else _checked(name, value)
-    for name in ("user_id", "agent_id"):
-        if ids[name] is None:
-            raise ConfigurationError(
-                f"no {name}: give {name}= to the constructor or put it in {where}"
-            )
-    return Scope(
-        user_id=_checked("user_id", ids["user_id"]),
-        agent_id=_checked("agent_id", ids["agent_id"]),
-        conversation_id=None
-        if ids["conversation_id"] is None
-        else _checked("conversation_id", ids["conversation_id"]),
+    merged = ensure_config(config)
+    configurable: Mapping[str, Any] = merged.get("configurable") or {}
+    if context is None:
+        context = getattr(configurable.get(_RUNTIME_KEY), "context", None)
+    return resolve_scope(
+        explicit=explicit,
+        context=context,
+        configurable=configurable,
+        thread_id=configurable.get("thread_id"),
+        where=WHERE,
     )

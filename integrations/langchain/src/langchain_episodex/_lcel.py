@@ -9,13 +9,12 @@ from episodex import ConfigurationError, ValidationError, run_sync
 from episodex import EpisodicMemory as CoreMemory
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 
-from langchain_episodex._context import Scope, resolve_scope
+from langchain_episodex._context import WHERE, run_scope
 from langchain_episodex._options import check_recall_options, core_memory
-from langchain_episodex._summaries import exchange_summaries, message_text
+from langchain_episodex._recall import arecall_block, recall_block
+from langchain_episodex._summaries import exchange_episodes, message_text
 
 __all__ = ["arecord_exchange", "recall_episodes", "record_exchange"]
-
-_WHERE = 'the config\'s "configurable" (user_id, agent_id, conversation_id)'
 
 
 def _memory(memory: object) -> CoreMemory:
@@ -25,11 +24,6 @@ def _memory(memory: object) -> CoreMemory:
             f"memory must be an episodex EpisodicMemory, got {type(memory).__name__}"
         )
     return memory
-
-
-def _scope(config: RunnableConfig | None, defaults: Mapping[str, str | None]) -> Scope:
-    configurable = (config or {}).get("configurable") or {}
-    return resolve_scope(configurable, where=_WHERE, **defaults)
 
 
 def recall_episodes(
@@ -58,22 +52,24 @@ def recall_episodes(
     record_exchange(memory, "Where is my refund?", answer, agent_id="assistant", config=config)
     ```
 
-    The ids come from the config's `configurable` (the keys of `EpisodicContext`), else from
-    the defaults given here. The input may be a mapping (its `input_key` is the query), a
-    string, or a message.
+    Ids follow the package's one rule (see `EpisodicContext`): those given here win, then a
+    LangGraph runtime context, then the config's `configurable`, then its `thread_id`. The
+    recall is an `EpisodicRetriever` run under this runnable's run, so tracing sees the query
+    and the documents. The input may be a mapping (its `input_key` is the query), a string,
+    or a message.
 
     Args:
         memory: The core memory.
         input_key: The input field holding the user's message.
-        user_id: Default user id.
-        agent_id: Default agent id.
-        conversation_id: Default conversation id.
+        user_id: The user (None: from the run).
+        agent_id: The agent (None: from the run).
+        conversation_id: The conversation (None: from the run).
         max_tokens: Token budget of the block.
         recall_options: Extra `EpisodicMemory.recall` options.
     """
     core = _memory(memory)
     try:
-        options = check_recall_options(recall_options or {})
+        options = check_recall_options(recall_options or {}, "recall_episodes")
     except ValueError as exc:
         raise ConfigurationError(str(exc)) from None
     defaults = {"user_id": user_id, "agent_id": agent_id, "conversation_id": conversation_id}
@@ -89,20 +85,21 @@ def recall_episodes(
 
     async def arecall(value: Any, config: RunnableConfig) -> str:
         query = query_of(value)
-        scope = _scope(config, defaults)
+        scope = run_scope(defaults, config)
         if not query.strip():
             return ""
-        return await core.recall_block(
-            user_id=scope.user_id,
-            agent_id=scope.agent_id,
-            conversation_id=scope.conversation_id,
-            query=query,
-            max_tokens=max_tokens,
-            **options,
+        return await arecall_block(
+            core, scope, query, options=options, max_tokens=max_tokens, config=config
         )
 
     def recall(value: Any, config: RunnableConfig) -> str:
-        return run_sync(arecall(value, config))
+        query = query_of(value)
+        scope = run_scope(defaults, config)
+        if not query.strip():
+            return ""
+        return recall_block(
+            core, scope, query, options=options, max_tokens=max_tokens, config=config
+        )
 
     return RunnableLambda(recall, afunc=arecall, name="recall_episodes")
 
@@ -118,35 +115,45 @@ async def arecord_exchange(
     config: RunnableConfig | None = None,
     tools_invoked: Sequence[str] = (),
 ) -> str:
-    """Record a question and the chain's answer as one episode; returns its id.
+    """Record a question and the chain's answer as an episode; returns its id.
+
+    An exchange too long for one episode is stored as several (the core's span rule); the
+    id returned is then the first one's.
 
     Args:
         memory: The core memory.
         question: The user's message (a string or a message).
         answer: The chain's output (a string or a message).
-        user_id: The user, when `config` does not name one.
-        agent_id: The agent, when `config` does not name one.
-        conversation_id: The conversation, when `config` does not name one.
-        config: The config the chain ran with; its `configurable` ids win.
+        user_id: The user (None: from `config`).
+        agent_id: The agent (None: from `config`).
+        conversation_id: The conversation (None: from `config`, its `configurable` or its
+            `thread_id`).
+        config: The config the chain ran with.
         tools_invoked: Tools the chain called.
     """
     core = _memory(memory)
-    scope = _scope(
-        config, {"user_id": user_id, "agent_id": agent_id, "conversation_id": conversation_id}
+    scope = run_scope(
+        {"user_id": user_id, "agent_id": agent_id, "conversation_id": conversation_id}, config
     )
     if scope.conversation_id is None:
-        raise ConfigurationError(f"no conversation_id: give conversation_id= or put it in {_WHERE}")
+        raise ConfigurationError(f"no conversation_id: give conversation_id= or put it in {WHERE}")
     tools = list(tools_invoked)
-    short, long = exchange_summaries(message_text(question), message_text(answer), tools)
-    return await core.memorize(
-        short_summary=short,
-        long_summary=long,
-        user_id=scope.user_id,
-        agent_id=scope.agent_id,
-        conversation_id=scope.conversation_id,
-        tools_invoked=tools,
-        metadata={"source": "langchain-lcel"},
+    # One batch: a long exchange's episodes are stored all together or not at all.
+    ids = await core.memorize_many(
+        [
+            {
+                "short_summary": episode.short_summary,
+                "long_summary": episode.long_summary,
+                "user_id": scope.user_id,
+                "agent_id": scope.agent_id,
+                "conversation_id": scope.conversation_id,
+                "tools_invoked": tools,
+                "metadata": {"source": "langchain-lcel"},
+            }
+            for episode in exchange_episodes(message_text(question), message_text(answer), tools)
+        ]
     )
+    return ids[0]
 
 
 def record_exchange(
@@ -160,7 +167,7 @@ def record_exchange(
     config: RunnableConfig | None = None,
     tools_invoked: Sequence[str] = (),
 ) -> str:
-    """Record a question and the chain's answer as one episode; returns its id.
+    """Record a question and the chain's answer as an episode; returns its id.
 
     The synchronous twin of `arecord_exchange`, same arguments.
     """

@@ -8,15 +8,24 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from episodex import ConfigurationError, EpisodeRecorder, LLMCallable, RecorderStats, run_sync
+from episodex import (
+    ConfigurationError,
+    EpisodeRecorder,
+    LLMCallable,
+    MemoryScope,
+    RecorderStats,
+    run_sync,
+)
 from episodex import EpisodicMemory as CoreMemory
 from langchain_core.language_models import BaseLanguageModel
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, SystemMessage
 
-from langchain_episodex._context import Scope, resolve_scope
+from langchain_episodex._context import run_scope
 from langchain_episodex._llm import from_langchain
 from langchain_episodex._options import check_recall_options, core_memory
-from langchain_episodex._summaries import exchange_summaries, message_text, reflect_summaries
+from langchain_episodex._recall import arecall_block, recall_block
+from langchain_episodex._summaries import message_text, reflect_summaries, run_episodes
+from langchain_episodex._tool import create_memory_search_tool
 
 try:
     from typing import Annotated, NotRequired
@@ -116,10 +125,14 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
     In `mode="lessons"`, every model call instead gets the REPEAT/AVOID block of step lessons
     for the current environment and state, from `lessons` (episodex's `StepLessonMemory`).
 
-    User, agent and conversation ids come from the runtime context (`EpisodicContext`, or
-    any context object or mapping with `user_id`, `agent_id`, `conversation_id`), else from
-    the constructor defaults; a missing conversation id falls back to the LangGraph
-    `thread_id`, then to a new id per run.
+    Recall is an `EpisodicRetriever` run under the agent's run, so callback handlers and
+    LangSmith see its query and documents. With `search_tool=True` the agent also gets
+    `create_memory_search_tool`'s tool, to search its memory when it decides to.
+
+    Ids follow the package's one rule (see `EpisodicContext`): the ids given to the
+    constructor win, then the runtime context (`context=`), then the config's
+    `configurable` (so `agent.batch(inputs, config=[per-user configs])` works), and for the
+    conversation the LangGraph `thread_id`, then a new id per run.
 
     Setup:
         `pip install "langchain-episodex[agents]"`
@@ -154,9 +167,10 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         memory: The core memory (mode `episodes`).
         mode: `episodes` recalls and records conversation episodes; `lessons` injects step
             lessons.
-        user_id: Default user id when the runtime context has none.
-        agent_id: Default agent id when the runtime context has none.
-        conversation_id: Default conversation id when the runtime context has none.
+        user_id: The user, for every run (None: from the runtime context or config).
+        agent_id: The agent, for every run (None: from the runtime context or config).
+        conversation_id: The conversation, for every run (None: from the runtime context,
+            config or thread).
         state_key: The state field holding the recalled block; also names the middleware
             (`EpisodicMemoryMiddleware[state_key]`), so two instances need two keys.
         name: The middleware name, instead of the one derived from `state_key`.
@@ -174,6 +188,7 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
             `flush()` (or `aflush()`) waits for it.
         max_pending: Most episodes kept while the store fails.
         spill_path: A JSONL file for episodes beyond `max_pending` (None drops the oldest).
+        search_tool: Give the agent the memory search tool (mode `episodes`).
     """
 
     def __init__(
@@ -196,6 +211,7 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         deferred: bool = False,
         max_pending: int = 1000,
         spill_path: str | os.PathLike[str] | None = None,
+        search_tool: bool = False,
     ) -> None:
         super().__init__()
         if mode not in ("episodes", "lessons"):
@@ -261,7 +277,9 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
             raise ConfigurationError(f"max_tokens must be an integer >= 0, got {max_tokens!r}")
         self.max_tokens = max_tokens
         try:
-            self.recall_options = check_recall_options(recall_options or {})
+            self.recall_options = check_recall_options(
+                recall_options or {}, self.__class__.__name__
+            )
         except ValueError as exc:
             raise ConfigurationError(str(exc)) from None
         self.record = record
@@ -284,6 +302,18 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         make_typed_dict: Any = TypedDict  # a TypedDict whose keys are only known at run time
         self.state_schema = make_typed_dict(f"EpisodicMemoryState_{state_key}", fields)
         self.tools = []
+        if search_tool:
+            if self.memory is None:
+                raise ConfigurationError("search_tool=True is for mode='episodes'")
+            self.tools = [
+                create_memory_search_tool(
+                    self.memory,
+                    user_id=user_id,
+                    agent_id=agent_id,
+                    recall_options=self.recall_options,
+                    max_tokens=max_tokens,
+                )
+            ]
 
     @property
     def name(self) -> str:
@@ -292,22 +322,21 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
 
     # -- ids -----------------------------------------------------------------------------
 
-    def _scope(self, runtime: Runtime[Any]) -> Scope:
-        scope = resolve_scope(
-            getattr(runtime, "context", None), where="the agent's runtime context", **self.defaults
-        )
+    def _scope(self, runtime: Runtime[Any]) -> MemoryScope:
+        try:
+            config = get_config()
+        except RuntimeError:  # outside a LangGraph run
+            config = None
+        scope = run_scope(self.defaults, config, context=getattr(runtime, "context", None))
         if scope.conversation_id is not None:
             return scope
-        try:
-            thread = get_config().get("configurable", {}).get("thread_id")
-        except RuntimeError:  # outside a LangGraph run
-            thread = None
-        conversation = str(thread) if thread else uuid.uuid4().hex
-        return Scope(scope.user_id, scope.agent_id, conversation)
+        return MemoryScope(scope.user_id, scope.agent_id, uuid.uuid4().hex)
 
     # -- before the run: recall once -----------------------------------------------------
 
-    async def _recall(self, messages: Sequence[AnyMessage], scope: Scope) -> dict[str, Any]:
+    def _run(
+        self, messages: Sequence[AnyMessage], scope: MemoryScope
+    ) -> tuple[dict[str, Any], str]:
         start = _run_start(messages)
         run = {
             "start": start,
@@ -315,23 +344,44 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
             "user_id": scope.user_id,
             "agent_id": scope.agent_id,
         }
-        query = _last_text(messages[start:], HumanMessage)
+        return run, _last_text(messages[start:], HumanMessage)
+
+    def _options(self, start: int) -> dict[str, Any]:
+        options = dict(self.recall_options)
+        if start:  # messages before the run are in the history the model sees
+            options.setdefault("seen_until", start)
+        return options
+
+    def _recall(self, messages: Sequence[AnyMessage], scope: MemoryScope) -> dict[str, Any]:
+        run, query = self._run(messages, scope)
         block = ""
         if query.strip() and self.memory is not None:
-            options = dict(self.recall_options)
-            if start:  # messages before the run are in the history the model sees
-                options.setdefault("seen_until", start)
             try:
-                block = await self.memory.recall_block(
-                    user_id=scope.user_id,
-                    agent_id=scope.agent_id,
-                    conversation_id=scope.conversation_id,
-                    query=query,
+                block = recall_block(
+                    self.memory,
+                    scope,
+                    query,
+                    options=self._options(run["start"]),
                     max_tokens=self.max_tokens,
-                    **options,
                 )
             except Exception as exc:
                 # Memory is an aid: the run goes on without it rather than failing the user.
+                self._recall_failed(exc)
+        return {self.state_key: block, self._run_key: run}
+
+    async def _arecall(self, messages: Sequence[AnyMessage], scope: MemoryScope) -> dict[str, Any]:
+        run, query = self._run(messages, scope)
+        block = ""
+        if query.strip() and self.memory is not None:
+            try:
+                block = await arecall_block(
+                    self.memory,
+                    scope,
+                    query,
+                    options=self._options(run["start"]),
+                    max_tokens=self.max_tokens,
+                )
+            except Exception as exc:
                 self._recall_failed(exc)
         return {self.state_key: block, self._run_key: run}
 
@@ -345,8 +395,7 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         """Recall the episodes for the run's last user message into the state."""
         if self.mode != "episodes":
             return None
-        scope = self._scope(runtime)  # here: LangGraph's config is only readable on this thread
-        return run_sync(self._recall(state["messages"], scope))
+        return self._recall(state["messages"], self._scope(runtime))
 
     async def abefore_agent(
         self, state: AgentState[Any], runtime: Runtime[Any]
@@ -354,7 +403,7 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         """Recall the episodes for the run's last user message into the state."""
         if self.mode != "episodes":
             return None
-        return await self._recall(state["messages"], self._scope(runtime))
+        return await self._arecall(state["messages"], self._scope(runtime))
 
     # -- every model call: inject --------------------------------------------------------
 
@@ -408,32 +457,34 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         messages: list[AnyMessage] = state["messages"]
         start = min(int(run["start"]), len(messages))
         ran = messages[start:]
-        question = next((message_text(m) for m in ran if isinstance(m, HumanMessage)), "")
-        if not question.strip():
+        if not _last_text(ran, HumanMessage).strip():
             return  # nothing the user asked: nothing to recall the run by
         tools: list[str] = []
         for message in ran:
             if isinstance(message, AIMessage):
                 tools.extend(c["name"] for c in message.tool_calls if c["name"] not in tools)
-        answer = _last_text(ran, AIMessage)
-        short, long = exchange_summaries(question, answer, tools)
-        if self._reflect is not None:
-            try:
-                short, long = await reflect_summaries(self._reflect, question, answer, tools)
-            except Exception:
-                # The user already has the answer; a failed reflection must not lose the run.
-                logger.warning("reflection failed; recording plain summaries", exc_info=True)
-        await self.recorder.record(
-            short_summary=short,
-            long_summary=long,
-            user_id=run["user_id"],
-            agent_id=run["agent_id"],
-            conversation_id=run["conversation_id"],
-            start_index=start,
-            end_index=max(start, len(messages) - 1),
-            tools_invoked=tools,
-            metadata={"source": "langchain-agent"},
-        )
+        for episode in run_episodes(ran, start_index=start):
+            short, long = episode.short_summary, episode.long_summary
+            if self._reflect is not None:
+                try:
+                    short, long = await reflect_summaries(self._reflect, episode)
+                except Exception:
+                    # The user already has the answer; a failed reflection must not lose the run.
+                    logger.warning("reflection failed; recording plain summaries", exc_info=True)
+            metadata: dict[str, Any] = {"source": "langchain-agent"}
+            if episode.part is not None:
+                metadata.update(part=episode.part, parts=episode.parts)
+            await self.recorder.record(
+                short_summary=short,
+                long_summary=long,
+                user_id=run["user_id"],
+                agent_id=run["agent_id"],
+                conversation_id=run["conversation_id"],
+                start_index=episode.start_index,
+                end_index=episode.end_index,
+                tools_invoked=tools,
+                metadata=metadata,
+            )
 
     def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Record the finished run as one episode."""

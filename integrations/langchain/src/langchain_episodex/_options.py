@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from episodex import RecallOptions, SyncEpisodicMemory
+from episodex import RecallOptions, SyncEpisodicMemory, validate_recall_options
 
 __all__ = ["RECALL_OPTIONS", "check_recall_options", "core_memory"]
 
@@ -13,14 +13,9 @@ __all__ = ["RECALL_OPTIONS", "check_recall_options", "core_memory"]
 RECALL_OPTIONS: frozenset[str] = RecallOptions.__optional_keys__
 
 
-def check_recall_options(options: Mapping[str, Any]) -> dict[str, Any]:
-    """The options as a dict; a ValueError (shown by pydantic) for a name recall does not take."""
-    unknown = sorted(set(options) - RECALL_OPTIONS)
-    if unknown:
-        raise ValueError(
-            f"unknown recall option(s) {', '.join(unknown)}; known: {', '.join(sorted(RECALL_OPTIONS))}"
-        )
-    return dict(options)
+def check_recall_options(options: Mapping[str, Any], owner: str | None = None) -> dict[str, Any]:
+    """The options as a dict, by the core's one check (a `ConfigurationError`, a ValueError)."""
+    return dict(validate_recall_options(options, owner=owner))
 
 
 def core_memory(value: object) -> object:

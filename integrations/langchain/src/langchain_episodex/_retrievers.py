@@ -3,51 +3,42 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
-from episodex import EpisodicMemory
+from episodex import EpisodicMemory, MemoryScope, ValidationError
 from langchain_core.documents import Document
-from pydantic import Field, field_validator
+from langchain_core.runnables import RunnableConfig
+from pydantic import Field, field_validator, model_validator
 
+from langchain_episodex._context import run_scope
+from langchain_episodex._documents import SECTIONS, episode_document
 from langchain_episodex._options import RECALL_OPTIONS, check_recall_options, core_memory
 from langchain_episodex._retriever_base import EpisodexRetriever
 
-__all__ = ["EpisodicRetriever", "episode_document"]
+__all__ = ["SEARCH_TYPES", "EpisodicRetriever"]
 
+SearchType = Literal["similarity", "similarity_score_threshold"]
+SEARCH_TYPES: tuple[str, ...] = ("similarity", "similarity_score_threshold")
+"""The `search_type`s that mean something here: ranking is always the hybrid fusion."""
 
-def _plain(value: Any) -> Any:
-    return value.isoformat() if isinstance(value, datetime) else value
-
-
-def episode_document(item: Mapping[str, Any]) -> Document:
-    """One recalled episode as a `Document`: the short summary as content, the rest as metadata."""
-    metadata = {
-        "id": item["point_id"],
-        "score": item.get("score"),
-        "conversation_id": item.get("conversation_id"),
-        "streams": item.get("streams", {}),
-        "long_summary": item.get("long_summary_text", ""),
-        "user_id": item.get("user_id"),
-        "agent_id": item.get("agent_id"),
-        "tools_invoked": list(item.get("tools_invoked") or []),
-        "flows_activated": list(item.get("flows_activated") or []),
-        "timestamp_begin": _plain(item.get("timestamp_begin")),
-        "timestamp_end": _plain(item.get("timestamp_end")),
-    }
-    return Document(
-        id=item["point_id"], page_content=str(item.get("short_summary_text", "")), metadata=metadata
-    )
+_IDS = ("user_id", "agent_id", "conversation_id")
+# What `search_kwargs` may hold: what langchain-qdrant users type, and the recall options.
+_SEARCH_KWARGS = frozenset({"k", "score_threshold"}) | RECALL_OPTIONS
 
 
 class EpisodicRetriever(EpisodexRetriever):
     """Retrieve a user's conversation episodes from episodex, best first.
 
     Each `Document` holds an episode's short summary as `page_content`; its metadata holds
-    `id`, `score` (fused RRF score), `conversation_id`, `streams` (rank and score from each of
-    the short, long and BM25 searches that found it), `long_summary`, `tools_invoked`,
-    `flows_activated` and the timestamps. Retrieval is the core's hybrid recall, confined to
-    one user and one agent.
+    `id`, `score` (fused RRF score), `section` (`same_conversation` or
+    `previous_conversations`), `conversation_id`, `long_summary`, `streams` (rank and score
+    from each of the short, long and BM25 searches that found it), `tools_invoked` and the
+    timestamps; empty fields are left out. Retrieval is the core's hybrid recall, confined to
+    one user and one agent. An empty query returns no documents.
+
+    Ids follow the package's one rule (see `EpisodicContext`): `user_id=`, `agent_id=`,
+    `conversation_id=` given here or to `invoke` win, then the run's runtime context, then
+    the config's `configurable`, then (conversation only) its `thread_id`.
 
     Setup:
         `pip install langchain-episodex`
@@ -61,10 +52,15 @@ class EpisodicRetriever(EpisodexRetriever):
         retriever = EpisodicRetriever(memory=memory, user_id="u1", agent_id="support", k=4)
         ```
 
-    Use:
+    Use (the same keywords langchain-qdrant's `as_retriever` takes work here):
         ```python
         docs = retriever.invoke("refund for my order")
         docs = retriever.invoke("refund for my order", k=2)   # k per call
+        strict = EpisodicRetriever(memory=memory, user_id="u1", agent_id="support",
+                                   search_type="similarity_score_threshold",
+                                   search_kwargs={"k": 3, "score_threshold": 0.05})
+        anyone = EpisodicRetriever(memory=memory, agent_id="support")   # user per run:
+        docs = anyone.invoke("refund", config={"configurable": {"user_id": "u1"}})
         ```
 
     Async (natively async, no thread hop of its own):
@@ -73,20 +69,27 @@ class EpisodicRetriever(EpisodexRetriever):
         ```
     """
 
-    call_options = RECALL_OPTIONS
+    call_options = RECALL_OPTIONS | {"score_threshold", "scope"}
 
     memory: EpisodicMemory
     """The core memory to read (a `SyncEpisodicMemory` is unwrapped to it)."""
-    user_id: str = Field(min_length=1)
-    """Whose episodes: retrieval never crosses users."""
-    agent_id: str = Field(min_length=1)
-    """Which agent's episodes."""
+    user_id: str | None = Field(default=None, min_length=1)
+    """Whose episodes (None: from the run); retrieval never crosses users."""
+    agent_id: str | None = Field(default=None, min_length=1)
+    """Which agent's episodes (None: from the run)."""
     conversation_id: str | None = Field(default=None, min_length=1)
     """The current conversation, if any: its episodes and the previous ones are merged by score."""
     k: int = Field(default=4, ge=1)
-    """How many documents to return (overridden per call by `invoke(..., k=)`)."""
+    """How many documents to return (`search_kwargs["k"]` or `invoke(..., k=)` override it)."""
+    search_type: SearchType = "similarity"
+    """`similarity` (the hybrid ranking) or `similarity_score_threshold` (the same, cut at
+    `score_threshold`); other LangChain search types (`mmr`) have no meaning here."""
+    score_threshold: float | None = None
+    """Leave out documents whose fused score is below this."""
+    search_kwargs: dict[str, Any] = Field(default_factory=dict[str, Any])
+    """`k`, `score_threshold` and any `RecallOptions`, as langchain-qdrant users pass them."""
     recall_options: dict[str, Any] = Field(default_factory=dict[str, Any])
-    """Extra `EpisodicMemory.recall` options: stream weights, `stage1_limit`, `rrf_k`."""
+    """Extra `EpisodicMemory.recall` options (`episodex.RecallOptions`)."""
 
     @field_validator("memory", mode="before")
     @classmethod
@@ -98,26 +101,103 @@ class EpisodicRetriever(EpisodexRetriever):
     def _known(cls, value: dict[str, Any]) -> dict[str, Any]:
         return check_recall_options(value)
 
+    @field_validator("search_type", mode="before")
+    @classmethod
+    def _search_type(cls, value: object) -> object:
+        if value not in SEARCH_TYPES:
+            raise ValueError(
+                f"search_type must be one of {', '.join(SEARCH_TYPES)} (episodes are ranked by "
+                "hybrid fusion; mmr and other types are not offered)"
+            )
+        return value
+
+    @field_validator("search_kwargs")
+    @classmethod
+    def _search_kwargs(cls, value: dict[str, Any]) -> dict[str, Any]:
+        unknown = sorted(set(value) - _SEARCH_KWARGS)
+        if unknown:
+            raise ValueError(
+                f"unknown search_kwargs {', '.join(unknown)}; known: {', '.join(sorted(_SEARCH_KWARGS))}"
+            )
+        k = value.get("k", 1)
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise ValueError(f"search_kwargs k must be an integer >= 1, got {k!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _threshold_given(self) -> EpisodicRetriever:
+        threshold = self.search_kwargs.get("score_threshold", self.score_threshold)
+        if self.search_type == "similarity_score_threshold" and threshold is None:
+            raise ValueError(
+                "search_type 'similarity_score_threshold' needs score_threshold= "
+                "(or search_kwargs={'score_threshold': ...})"
+            )
+        if threshold is not None and (
+            isinstance(threshold, bool) or not isinstance(threshold, int | float)
+        ):
+            raise ValueError(f"score_threshold must be a number, got {threshold!r}")
+        return self
+
+    # -- ids per call --------------------------------------------------------------------
+
+    def _scope(self, config: RunnableConfig | None, kwargs: dict[str, Any]) -> MemoryScope:
+        explicit = {name: getattr(self, name) for name in _IDS}
+        for name in _IDS:  # an id given to invoke is explicit too, and wins
+            value = kwargs.pop(name, None)
+            if value is not None:
+                explicit[name] = value
+        return run_scope(explicit, config)
+
+    def invoke(
+        self, input: str, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> list[Document]:
+        """Retrieve documents for `input` (ids and options may be given per call)."""
+        return super().invoke(input, config, scope=self._scope(config, kwargs), **kwargs)
+
+    async def ainvoke(
+        self, input: str, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> list[Document]:
+        """Retrieve documents for `input` (ids and options may be given per call)."""
+        return await super().ainvoke(input, config, scope=self._scope(config, kwargs), **kwargs)
+
+    # -- retrieval -----------------------------------------------------------------------
+
     def _defaults(self) -> dict[str, Any]:
-        return dict(self.recall_options)
+        defaults = {**self.recall_options, **self.search_kwargs}
+        defaults.pop("k", None)
+        if self.score_threshold is not None:
+            defaults.setdefault("score_threshold", self.score_threshold)
+        return defaults
 
     def _call_options(
         self, k: int | None, overrides: Mapping[str, Any]
     ) -> tuple[int, dict[str, Any]]:
+        if k is None:
+            k = self.search_kwargs.get("k", self.k)
         k, options = super()._call_options(k, overrides)
         options.setdefault("previous_conversation_limit", k)
-        if self.conversation_id is not None:
-            options.setdefault("same_conversation_limit", k)
+        options.setdefault("same_conversation_limit", k)
         return k, options
 
     async def _documents(self, query: str, k: int, options: dict[str, Any]) -> list[Document]:
+        scope = options.pop("scope", None)
+        if not isinstance(scope, MemoryScope):
+            raise ValidationError("EpisodicRetriever: call it through invoke or ainvoke")
+        threshold = options.pop("score_threshold", None)
+        if not query.strip():
+            return []
+        if scope.conversation_id is None:
+            options.pop("same_conversation_limit", None)
         result = await self.memory.recall(
-            user_id=self.user_id,
-            agent_id=self.agent_id,
-            conversation_id=self.conversation_id,
+            user_id=scope.user_id,
+            agent_id=scope.agent_id,
+            conversation_id=scope.conversation_id,
             query=query,
             **options,
         )
-        items = [*result["same_conversation"], *result["previous_conversations"]]
-        items.sort(key=lambda item: -float(item.get("score", 0.0)))
-        return [episode_document(item) for item in items[:k]]
+        docs = [episode_document(item, s) for s in SECTIONS for item in result.get(s, [])]
+        # Stable sort: equal scores keep the current conversation first.
+        docs.sort(key=lambda doc: -float(doc.metadata.get("score", 0.0)))
+        if threshold is not None:
+            docs = [doc for doc in docs if float(doc.metadata.get("score", 0.0)) >= threshold]
+        return docs[:k]

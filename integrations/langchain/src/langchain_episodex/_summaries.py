@@ -1,19 +1,20 @@
-"""What an exchange becomes when it is recorded: a short and a long summary."""
+"""What recording turns into episodes: LangChain messages through the core's one span rule.
+
+Every path (middleware, classic memory, LCEL) hands its messages to `episodex.span_episodes`
+via `episodex.message_line`, the rule the LlamaIndex adapter uses too: the long summary is
+the exchange itself, one `role: text` line per message, and an exchange too long for one
+episode becomes several, never a truncated one.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from episodex import LLMCallable, ValidationError
-from langchain_core.messages import BaseMessage
+from episodex import LLMCallable, SpanEpisode, ValidationError, message_line, span_episodes
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-__all__ = ["exchange_summaries", "message_text", "reflect_summaries"]
-
-#: Longest short summary kept (characters); the question is cut at a word boundary.
-SHORT_CHARS = 240
-#: Longest question or answer kept in the long summary (characters).
-LONG_PART_CHARS = 1500
+__all__ = ["exchange_episodes", "message_text", "reflect_summaries", "run_episodes"]
 
 
 def message_text(value: object) -> str:
@@ -30,29 +31,33 @@ def message_text(value: object) -> str:
     )
 
 
-def _clip(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    if len(text) <= limit:
-        return text
-    cut = text[:limit].rsplit(" ", 1)[0] or text[:limit]
-    return cut + " ..."
+def _line(message: BaseMessage) -> tuple[str, str]:
+    if isinstance(message, SystemMessage):
+        return message_line("system", "", system=True)
+    if isinstance(message, HumanMessage):
+        return message_line("user", message_text(message))
+    if isinstance(message, AIMessage):
+        calls = [call["name"] for call in message.tool_calls]
+        return message_line("assistant", message_text(message), tool_calls=calls)
+    return message_line(message.type, message_text(message))
 
 
-def exchange_summaries(question: str, answer: str, tools: Sequence[str] = ()) -> tuple[str, str]:
-    """The summaries of one exchange, without an LLM: the question, then question and answer.
+def run_episodes(messages: Sequence[BaseMessage], *, start_index: int) -> list[SpanEpisode]:
+    """The episodes of an agent run's messages (the first at `start_index` of the thread)."""
+    return span_episodes([_line(m) for m in messages], start_index=start_index)
+
+
+def exchange_episodes(question: str, answer: str, tools: Sequence[str] = ()) -> list[SpanEpisode]:
+    """The episodes of one question and its answer (and the tools used to answer).
 
     Raises:
         ValidationError: The question has no text (there is nothing to recall it by).
     """
     if not question.strip():
         raise ValidationError("nothing to record: the user message has no text")
-    short = _clip(question, SHORT_CHARS)
-    lines = [f"User asked: {_clip(question, LONG_PART_CHARS)}"]
-    if tools:
-        lines.append(f"Tools used: {', '.join(tools)}")
-    if answer.strip():
-        lines.append(f"Assistant answered: {_clip(answer, LONG_PART_CHARS)}")
-    return short, "\n".join(lines)
+    return span_episodes(
+        [message_line("user", question), message_line("assistant", answer, tool_calls=tools)]
+    )
 
 
 _REFLECTION_PROMPT = """\
@@ -67,13 +72,10 @@ Write nothing else.
 </exchange>"""
 
 
-async def reflect_summaries(
-    llm: LLMCallable, question: str, answer: str, tools: Sequence[str] = ()
-) -> tuple[str, str]:
-    """The summaries of one exchange, written by an LLM; the plain ones fill what it leaves out."""
-    short, long = exchange_summaries(question, answer, tools)
-    reply = (await llm(_REFLECTION_PROMPT.format(exchange=long))).strip()
+async def reflect_summaries(llm: LLMCallable, episode: SpanEpisode) -> tuple[str, str]:
+    """An episode's summaries written by an LLM; the span rule's fill what it leaves out."""
+    reply = (await llm(_REFLECTION_PROMPT.format(exchange=episode.long_summary))).strip()
     if not reply:
-        return short, long
+        return episode.short_summary, episode.long_summary
     first, _, rest = reply.partition("\n")
-    return first.strip() or short, rest.strip() or long
+    return first.strip() or episode.short_summary, rest.strip() or episode.long_summary

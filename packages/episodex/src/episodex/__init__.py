@@ -19,6 +19,7 @@ from episodex._common.errors import (
     ValidationError,
 )
 from episodex._common.llm import LLMCallable
+from episodex._common.scope import MemoryScope, resolve_scope
 from episodex._common.sync import run_sync
 from episodex._common.tokens import DEFAULT_ENCODING, token_counter
 from episodex._embedders.base import Embedder
@@ -36,9 +37,9 @@ from episodex._engines.sparse import Bm25Encoder
 from episodex._episodes.block import format_recall
 from episodex._episodes.memory import EpisodicMemory, SyncEpisodicMemory
 from episodex._episodes.model import ConversationEpisode
-from episodex._episodes.options import RecallOptions
+from episodex._episodes.options import RecallOptions, validate_recall_options
 from episodex._episodes.recorder import EpisodeRecorder, RecorderStats
-from episodex._episodes.spans import SpanEpisode, span_episodes
+from episodex._episodes.spans import SpanEpisode, message_line, span_episodes
 from episodex._episodes.store import EpisodeStore
 from episodex._episodes.transfer import ImportReport
 from episodex._lessons.block import format_lessons
@@ -108,6 +109,7 @@ __all__ = [
     "LessonOptions",
     "MemKey",
     "MemoryEntry",
+    "MemoryScope",
     "NotFoundError",
     "NotSupportedError",
     "OpenAICompatibleEmbedder",
@@ -145,10 +147,13 @@ __all__ = [
     "format_lessons",
     "format_recall",
     "import_memories",
+    "message_line",
     "open_engine",
     "render_episodes",
     "render_memories",
+    "resolve_scope",
     "run_sync",
     "span_episodes",
     "token_counter",
+    "validate_recall_options",
 ]

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
-__all__ = ["RecallOptions", "check_recall_options"]
+from episodex._common.errors import ConfigurationError
+
+__all__ = ["RecallOptions", "check_recall_options", "validate_recall_options"]
 
 
 class RecallOptions(TypedDict, total=False):
@@ -76,3 +78,34 @@ def check_recall_options(options: Mapping[str, Any], *, where: str = "recall") -
             f"{where}() got unexpected keyword argument(s) {', '.join(map(repr, unknown))}; "
             f"its options are {', '.join(sorted(RECALL_OPTION_NAMES))}"
         )
+
+
+def validate_recall_options(
+    options: Mapping[str, Any] | None, *, owner: str | None = None
+) -> RecallOptions:
+    """The recall options an adapter was given, as a new dict; the one check every adapter uses.
+
+    Every adapter (LangChain and LlamaIndex alike) takes exactly the keys of `RecallOptions`
+    as its `recall_options`, so one dict of options works in both.
+
+    Args:
+        options: The options, or None for none.
+        owner: What was given them (a class or function name), to start the error message.
+
+    Raises:
+        ConfigurationError: `options` is not a mapping, or names an option recall lacks.
+    """
+    where = f"{owner}: " if owner else ""
+    if options is None:
+        return RecallOptions()
+    if not isinstance(options, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ConfigurationError(
+            f"{where}recall_options must be a dict of RecallOptions, got {type(options).__name__}"
+        )
+    unknown = sorted(str(name) for name in options if name not in RECALL_OPTION_NAMES)
+    if unknown:
+        raise ConfigurationError(
+            f"{where}unknown recall option(s) {', '.join(unknown)} in recall_options; "
+            f"known: {', '.join(sorted(RECALL_OPTION_NAMES))}"
+        )
+    return cast(RecallOptions, dict(options))

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from episodex._common.errors import ValidationError
 from episodex._common.validation import require_int
 
-__all__ = ["MAX_EPISODE_CHARS", "SpanEpisode", "span_episodes"]
+__all__ = ["MAX_EPISODE_CHARS", "SpanEpisode", "message_line", "span_episodes"]
 
 MAX_EPISODE_CHARS = 4000
 """Longest long summary one episode holds by default (about 1,000 tokens)."""
@@ -33,6 +33,30 @@ class SpanEpisode:
     """For one message split into several episodes: which part (from 1); else None."""
     parts: int | None = None
     """For one message split into several episodes: how many parts."""
+
+
+def message_line(
+    role: str, text: str, *, tool_calls: Sequence[str] = (), system: bool = False
+) -> tuple[str, str]:
+    """One framework message as the `(role, text)` pair `span_episodes` takes.
+
+    Every adapter turns its messages into pairs with this, so a LangChain run and a
+    LlamaIndex flush of the same exchange become the same episodes. Tool calls an assistant
+    message makes are kept as a `[called a, b]` line; a system prompt becomes blank (it is
+    the application's, not the conversation's, and is skipped while its index still counts).
+
+    Args:
+        role: `user`, `assistant`, `tool`, ... (the framework's role name).
+        text: The message's text.
+        tool_calls: Names of the tools the message calls.
+        system: The message is a system prompt.
+    """
+    if system:
+        return role, ""
+    text = text.strip()
+    if tool_calls:
+        text = (text + "\n" if text else "") + "[called " + ", ".join(tool_calls) + "]"
+    return role, text
 
 
 def _condense(text: str, limit: int) -> str:

@@ -8,15 +8,12 @@ from typing import Any
 
 from pydantic import ValidationError as PydanticValidationError
 
-from episodex import ConfigurationError, RecallOptions
+from episodex import ConfigurationError, RecallOptions, validate_recall_options
 
 __all__ = ["RECALL_OPTIONS", "check_recall_options", "configuration_errors", "require_id"]
 
-#: The adapters' own settings for these `RecallOptions`: not passed in `recall_options` too.
-OWN_SETTINGS = frozenset({"previous_conversation_limit", "same_conversation_limit"})
-
-RECALL_OPTIONS: frozenset[str] = RecallOptions.__optional_keys__ - OWN_SETTINGS
-"""The `EpisodicMemory.recall` options an adapter passes through; ids and limits are its own."""
+RECALL_OPTIONS: frozenset[str] = RecallOptions.__optional_keys__
+"""The `EpisodicMemory.recall` options an adapter passes through: the same in every adapter."""
 
 
 def require_id(name: str, value: object) -> str:
@@ -26,15 +23,12 @@ def require_id(name: str, value: object) -> str:
     return value
 
 
-def check_recall_options(options: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of `options`, or `ConfigurationError` naming any key recall does not take here."""
-    unknown = sorted(str(k) for k in options if k not in RECALL_OPTIONS)
-    if unknown:
-        raise ConfigurationError(
-            f"recall_options {unknown} not allowed: give only {sorted(RECALL_OPTIONS)} "
-            "(ids and limits have their own settings)"
-        )
-    return dict(options)
+def check_recall_options(options: Mapping[str, Any], owner: str | None = None) -> dict[str, Any]:
+    """A copy of `options`, by the core's one check (`ConfigurationError` for an unknown key).
+
+    A limit given here wins over the adapter's own limit setting.
+    """
+    return dict(validate_recall_options(options, owner=owner))
 
 
 @contextlib.contextmanager

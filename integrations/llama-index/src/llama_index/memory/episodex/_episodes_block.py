@@ -208,7 +208,12 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
             await self._record_complete(messages, conversation)
         if not query:
             return ""
-        options = dict(self.recall_options)
+        # The same RecallOptions as every adapter; a limit in recall_options wins.
+        options: dict[str, Any] = {
+            "previous_conversation_limit": self.previous_conversation_limit,
+            "same_conversation_limit": self.same_conversation_limit,
+            **self.recall_options,
+        }
         if conversation is not None:
             # What is still in short-term memory is in the prompt already: not again as memory.
             options.setdefault("seen_from", self._position(conversation)[0])
@@ -218,8 +223,6 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
                 agent_id=self.agent_id,
                 query=query,
                 conversation_id=conversation,
-                previous_conversation_limit=self.previous_conversation_limit,
-                same_conversation_limit=self.same_conversation_limit,
                 **options,
             )
         except Exception as exc:

@@ -6,6 +6,8 @@ from collections.abc import Sequence
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock, ToolCallBlock
 
+from episodex import message_line
+
 __all__ = ["latest_user_text", "message_lines", "message_text", "session_of", "tools_called"]
 
 
@@ -39,19 +41,18 @@ def tools_called(messages: Sequence[ChatMessage]) -> list[str]:
 
 
 def message_lines(messages: Sequence[ChatMessage]) -> list[tuple[str, str]]:
-    """`(role, text)` per message, index for index; system prompts become blank (skipped)."""
-    lines: list[tuple[str, str]] = []
-    for message in messages:
-        if message.role == MessageRole.SYSTEM:
-            lines.append((message.role.value, ""))
-            continue
-        text = message_text(message)
-        if message.role == MessageRole.ASSISTANT:
-            calls = [b.tool_name for b in message.blocks if isinstance(b, ToolCallBlock)]
-            if calls:
-                text = (text + "\n" if text else "") + "[called " + ", ".join(calls) + "]"
-        lines.append((message.role.value, text))
-    return lines
+    """`(role, text)` per message, index for index, by the core's `message_line` rule."""
+    return [
+        message_line(
+            message.role.value,
+            message_text(message),
+            tool_calls=[b.tool_name for b in message.blocks if isinstance(b, ToolCallBlock)]
+            if message.role == MessageRole.ASSISTANT
+            else (),
+            system=message.role == MessageRole.SYSTEM,
+        )
+        for message in messages
+    ]
 
 
 def session_of(messages: Sequence[ChatMessage]) -> str | None:

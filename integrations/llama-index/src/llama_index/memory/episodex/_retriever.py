@@ -138,9 +138,10 @@ class EpisodicRetriever(BaseRetriever):
             require_id("conversation_id", conversation_id)
         self.conversation_id = conversation_id
         self._options: dict[str, Any] = {
-            **check_recall_options(recall_options or {}),
             "previous_conversation_limit": previous_conversation_limit,
             "same_conversation_limit": same_conversation_limit,
+            # The same RecallOptions as every adapter; a limit given here wins.
+            **check_recall_options(recall_options or {}),
         }
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 

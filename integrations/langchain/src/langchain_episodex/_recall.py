@@ -1,0 +1,75 @@
+"""Recall for a prompt block, always as an `EpisodicRetriever` run, so tracing sees it.
+
+The middleware, the LCEL runnable, the classic memory and the memory tool recall through
+here: the retriever is invoked with the run's config, so every callback handler (LangSmith,
+a `BaseCallbackHandler`) gets `on_retriever_start` with the query and `on_retriever_end`
+with the episodes, as a child of the run that asked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from episodex import EpisodicMemory, MemoryScope
+from langchain_core.runnables import RunnableConfig
+
+from langchain_episodex._documents import render_documents
+from langchain_episodex._retrievers import EpisodicRetriever
+
+__all__ = ["arecall_block", "recall_block", "recall_retriever"]
+
+# The core's defaults for the two limits (RecallOptions documents them): the retriever is
+# given both, so it returns what a plain `recall` would.
+_PREVIOUS, _SAME = 10, 5
+
+
+def recall_retriever(
+    memory: EpisodicMemory, scope: MemoryScope, options: Mapping[str, Any]
+) -> tuple[EpisodicRetriever, dict[str, Any]]:
+    """A retriever for `scope` returning everything `recall` would, and the call's options."""
+    options = dict(options)
+    options.setdefault("previous_conversation_limit", _PREVIOUS)
+    options.setdefault("same_conversation_limit", _SAME)
+    if scope.conversation_id is None:
+        options["same_conversation_limit"] = 0
+    k = max(
+        1, int(options["previous_conversation_limit"]) + int(options["same_conversation_limit"])
+    )
+    retriever = EpisodicRetriever(
+        memory=memory,
+        user_id=scope.user_id,
+        agent_id=scope.agent_id,
+        conversation_id=scope.conversation_id,
+        k=k,
+    )
+    return retriever, options
+
+
+def recall_block(
+    memory: EpisodicMemory,
+    scope: MemoryScope,
+    query: str,
+    *,
+    options: Mapping[str, Any],
+    max_tokens: int | None,
+    config: RunnableConfig | None = None,
+) -> str:
+    """The `<recalled_episodes>` block for `query` (`""` for none), recalled as a retriever run."""
+    retriever, call = recall_retriever(memory, scope, options)
+    return render_documents(retriever.invoke(query, config, **call), max_tokens=max_tokens)
+
+
+async def arecall_block(
+    memory: EpisodicMemory,
+    scope: MemoryScope,
+    query: str,
+    *,
+    options: Mapping[str, Any],
+    max_tokens: int | None,
+    config: RunnableConfig | None = None,
+) -> str:
+    """The async twin of `recall_block`."""
+    retriever, call = recall_retriever(memory, scope, options)
+    docs = await retriever.ainvoke(query, config, **call)
+    return render_documents(docs, max_tokens=max_tokens)

@@ -1,0 +1,123 @@
+"""`create_memory_search_tool`: the agent searches its own episodes with the user's ids."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from episodex import ConfigurationError, EpisodicMemory
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool, StructuredTool
+from pydantic import BaseModel, Field
+
+from langchain_episodex._context import run_scope
+from langchain_episodex._options import check_recall_options, core_memory
+from langchain_episodex._recall import arecall_block, recall_block
+
+__all__ = ["NOTHING_FOUND", "create_memory_search_tool"]
+
+NOTHING_FOUND = "No earlier episodes match this search."
+"""What the tool answers when no episode matches."""
+
+_DESCRIPTION = (
+    "Search your memory of earlier conversations with this user: what they asked, told you "
+    "and what was done. Give a short search query; returns the matching episodes, best first."
+)
+
+
+class _SearchArgs(BaseModel):
+    """The only thing the model chooses: what to search for (never whose memory)."""
+
+    query: str = Field(description="What to look for in earlier conversations.")
+
+
+def create_memory_search_tool(
+    memory: EpisodicMemory | Any,
+    *,
+    user_id: str | None = None,
+    agent_id: str | None = None,
+    k: int = 5,
+    name: str = "search_memory",
+    description: str = _DESCRIPTION,
+    max_tokens: int | None = None,
+    recall_options: Mapping[str, Any] | None = None,
+) -> BaseTool:
+    """A LangChain tool an agent calls to search its own episodic memory.
+
+    The model only gives the query: whose memory is searched comes from the run, by the
+    package's one id rule (the `user_id`/`agent_id` given here, then the runtime context,
+    then the config's `configurable`; the conversation from the `thread_id`), so one user's
+    episodes never reach another user's run, whatever the model writes in its arguments. The
+    search is an `EpisodicRetriever` run under the tool's run, so tracing sees the query and
+    the documents. The tool answers with the `<recalled_episodes>` block.
+
+    ```python
+    # docs: no-run (needs a chat model; examples/langchain_agent_middleware.py runs this offline)
+    from langchain.agents import create_agent
+    from langchain_episodex import EpisodicContext, create_memory_search_tool
+
+    search = create_memory_search_tool(memory, agent_id="support")
+    agent = create_agent(model, tools=[search], context_schema=EpisodicContext)
+    agent.invoke({"messages": [...]}, context={"user_id": "u1"})
+    ```
+
+    `EpisodicMemoryMiddleware(..., search_tool=True)` registers the same tool with the agent.
+
+    Args:
+        memory: The core memory (a `SyncEpisodicMemory` works too).
+        user_id: The user, when every run is the same user's.
+        agent_id: The agent, when the runtime context does not name it.
+        k: Most episodes one search returns from earlier conversations, and most from the
+            current one.
+        name: The tool's name, as the model sees it.
+        description: The tool's description, as the model sees it.
+        max_tokens: Token budget of the answer.
+        recall_options: Extra `EpisodicMemory.recall` options.
+
+    Raises:
+        ConfigurationError: A bad argument.
+    """
+    core = core_memory(memory)
+    if not isinstance(core, EpisodicMemory):
+        raise ConfigurationError(
+            f"memory must be an episodex EpisodicMemory, got {type(core).__name__}"
+        )
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ConfigurationError(f"k must be an integer >= 1, got {k!r}")
+    for label, value in (("name", name), ("description", description)):
+        if not isinstance(value, str) or not value.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigurationError(f"{label} must be a non-empty string, got {value!r}")
+    try:
+        options = check_recall_options(recall_options or {}, "create_memory_search_tool")
+    except ValueError as exc:
+        raise ConfigurationError(str(exc)) from None
+    options.setdefault("previous_conversation_limit", k)
+    options.setdefault("same_conversation_limit", k)
+    explicit = {"user_id": user_id, "agent_id": agent_id, "conversation_id": None}
+    # Checked now, so a bad default fails here rather than in the middle of a run.
+    for key in ("user_id", "agent_id"):
+        value = explicit[key]
+        if value is not None and (not isinstance(value, str) or not value.strip()):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigurationError(f"{key} must be a non-empty string, got {value!r}")
+
+    def search(query: str, config: RunnableConfig) -> str:
+        scope = run_scope(explicit, config)
+        block = recall_block(
+            core, scope, query, options=options, max_tokens=max_tokens, config=config
+        )
+        return block or NOTHING_FOUND
+
+    async def asearch(query: str, config: RunnableConfig) -> str:
+        scope = run_scope(explicit, config)
+        block = await arecall_block(
+            core, scope, query, options=options, max_tokens=max_tokens, config=config
+        )
+        return block or NOTHING_FOUND
+
+    return StructuredTool.from_function(
+        func=search,
+        coroutine=asearch,
+        name=name,
+        description=description,
+        args_schema=_SearchArgs,
+    )
