@@ -50,6 +50,9 @@ EPISODEX = [
     "HybridMemory",
     "ImportFileError",
     "ImportReport",
+    "ItemPut",
+    "ItemRef",
+    "ItemStore",
     "JSONLTaskStore",
     "LLMCallable",
     "LLMGrader",
@@ -75,6 +78,7 @@ EPISODEX = [
     "StoreClosedError",
     "StoreFileError",
     "StoreLockedError",
+    "StoredItem",
     "SyncEpisodicMemory",
     "SyncStepLessonMemory",
     "Task",
@@ -100,6 +104,7 @@ EPISODEX = [
 ]
 
 LANGCHAIN_EPISODEX = [
+    "EpisodexStore",
     "EpisodicContext",
     "EpisodicMemory",
     "EpisodicMemoryMiddleware",

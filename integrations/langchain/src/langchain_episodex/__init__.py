@@ -4,6 +4,7 @@
 - `EpisodicMemory`: memory for classic chains (extra `classic`).
 - `EpisodicMemoryMiddleware`: memory for `create_agent` agents (extra `agents`).
 - `recall_episodes`, `record_exchange`, `arecord_exchange`: memory for LCEL chains.
+- `EpisodexStore`: LangGraph's long-term memory store on episodex (extra `langgraph`).
 - `from_langchain`: a LangChain model as the core's `prompt -> text` callable.
 """
 
@@ -21,10 +22,12 @@ from langchain_episodex._task_retriever import TaskEpisodeRetriever
 if TYPE_CHECKING:
     from langchain_episodex._classic import EpisodicMemory
     from langchain_episodex._middleware import EpisodicMemoryMiddleware, LessonSource
+    from langchain_episodex._store import EpisodexStore
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "EpisodexStore",
     "EpisodicContext",
     "EpisodicMemory",
     "EpisodicMemoryMiddleware",
@@ -41,6 +44,7 @@ __all__ = [
 # Each needs an optional extra, so it is imported on first use: the package itself
 # imports with langchain-core alone, and a missing extra is named in the ImportError.
 _EXTRAS = {
+    "EpisodexStore": "langchain_episodex._store",
     "EpisodicMemory": "langchain_episodex._classic",
     "EpisodicMemoryMiddleware": "langchain_episodex._middleware",
     "LessonSource": "langchain_episodex._middleware",
