@@ -124,6 +124,7 @@ LLAMA_INDEX_MEMORY_EPISODEX = [
     "EpisodicRetriever",
     "LessonSource",
     "LessonsMemoryBlock",
+    "create_memory_search_tool",
     "from_llama_index",
     "offline_tokenizer",
 ]

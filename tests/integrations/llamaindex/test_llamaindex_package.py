@@ -26,6 +26,7 @@ def test_exports_are_exactly_the_documented_names() -> None:
         "LessonSource",
         "LessonsMemoryBlock",
         "SUMMARY_PROMPT",
+        "create_memory_search_tool",
         "from_llama_index",
         "offline_tokenizer",
     ]
