@@ -55,16 +55,16 @@ def create_memory_search_tool(
 
     ```python
     from episodex import EpisodicMemory
-    from llama_index.core.agent.workflow import FunctionAgent
-    from llama_index.core.llms import MockFunctionCallingLLM
     from llama_index.memory.episodex import create_memory_search_tool
 
     memory = EpisodicMemory(path="./memory")
     tool = create_memory_search_tool(memory, user_id="alice", agent_id="support")
-    agent = FunctionAgent(llm=MockFunctionCallingLLM(), tools=[tool])
     print(tool.metadata.name)  # -> search_memory
+    print(tool.call(query="refund").content)  # -> No remembered episode matches that query.
     memory.close()
     ```
+
+    Then `FunctionAgent(llm=llm, tools=[tool])`: the agent calls it when it decides to.
 
     Args:
         memory: The episodic memory to search (a `SyncEpisodicMemory` works too).
