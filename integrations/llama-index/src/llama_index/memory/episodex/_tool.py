@@ -92,7 +92,11 @@ def create_memory_search_tool(
     require_id("name", name)
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
         raise ConfigurationError(f"limit must be an integer >= 1, got {limit!r}")
-    options = check_recall_options(recall_options or {})
+    options: dict[str, Any] = {
+        "previous_conversation_limit": limit,
+        "same_conversation_limit": limit if conversation is not None else 0,
+        **check_recall_options(recall_options or {}),
+    }
 
     async def search_memory(query: str) -> str:
         if not isinstance(query, str) or not query.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -103,8 +107,6 @@ def create_memory_search_tool(
                 agent_id=agent,
                 query=query,
                 conversation_id=conversation,
-                previous_conversation_limit=limit,
-                same_conversation_limit=limit if conversation is not None else 0,
                 **options,
             )
         except EpisodexError:
