@@ -227,7 +227,9 @@ class ItemStore:
             agent_id: The agent.
             namespace_prefix: Labels the namespace starts with (`*` matches any label).
             query: Natural-language query.
-            filter: A value filter (`episodex._items.filters` documents the language).
+            filter: A value filter run in the engine: `{"status": "active"}` matches an equal
+                field, a nested dict a nested field, and `{"n": {"$gt": 4}}` compares with
+                `$eq`, `$ne`, `$gt`, `$gte`, `$lt` or `$lte` (numbers compare as numbers).
             limit: Most items returned.
             offset: Items skipped first (for pages).
             dense_weight: RRF weight of the dense search.
