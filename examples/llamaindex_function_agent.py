@@ -1,10 +1,11 @@
 """A LlamaIndex FunctionAgent with long-term episodic memory, as a `Memory` block.
 
-`EpisodicMemoryBlock` sits in LlamaIndex's `Memory`. When short-term memory overflows, the
-turns it flushes are recorded as an episode of the conversation (the session id). On every
-model call, the block recalls the episodes that match the user's latest message, from this
-conversation and earlier ones, and `Memory` puts them in the prompt under
-`<memory><episodes>`.
+`EpisodicMemoryBlock` sits in LlamaIndex's `Memory`, with its default settings. Each exchange
+is recorded as an episode of the conversation (the session id) once it is complete, and
+`aflush` records the rest at the end of a session. On every model call, the block recalls the
+episodes that match the user's latest message, from this conversation and earlier ones, and
+`Memory` puts them in the prompt under `<memory><episodes>`. Last, the agent gets
+`create_memory_search_tool` and searches its own episodes when it decides to.
 
     python examples/llamaindex_function_agent.py
 
@@ -23,10 +24,15 @@ from typing import Any
 
 from episodex import EpisodicMemory
 from llama_index.core.agent.workflow import FunctionAgent
-from llama_index.core.base.llms.types import ChatMessage
+from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
 from llama_index.core.llms import MockFunctionCallingLLM
 from llama_index.core.memory import Memory
-from llama_index.memory.episodex import EpisodicMemoryBlock, EpisodicRetriever, offline_tokenizer
+from llama_index.memory.episodex import (
+    EpisodicMemoryBlock,
+    EpisodicRetriever,
+    create_memory_search_tool,
+    offline_tokenizer,
+)
 
 AGENT_ID = "shop-support"
 
@@ -34,14 +40,19 @@ AGENT_ID = "shop-support"
 class ScriptedLLM(MockFunctionCallingLLM):
     """Answers with the next scripted reply and keeps what it was sent, to show the prompt."""
 
-    def __init__(self, *replies: str) -> None:
+    def __init__(self, *replies: str | ChatMessage) -> None:
         super().__init__()
         queue = list(replies)
         self._seen: list[list[ChatMessage]] = []
 
         def respond(messages: Sequence[ChatMessage], **_: Any) -> ChatMessage:
             self._seen.append(list(messages))
-            return ChatMessage(role="assistant", content=queue.pop(0))
+            reply = queue.pop(0)
+            return (
+                reply
+                if isinstance(reply, ChatMessage)
+                else ChatMessage(role="assistant", content=reply)
+            )
 
         self.response_generator = respond
 
@@ -108,6 +119,27 @@ async def main() -> None:
             retriever = EpisodicRetriever(episodes, user_id="alice", agent_id=AGENT_ID)
             [best, *_] = await retriever.aretrieve("where do my parcels go?")
             print("retriever:", best.node.metadata["short_summary"], f"({best.score:.3f})")
+
+            # Memory as a tool: the agent searches Alice's episodes when it decides to. The
+            # tool's only argument is the query; whose episodes it searches is fixed here.
+            search = create_memory_search_tool(episodes, user_id="alice", agent_id=AGENT_ID)
+            tool_call = ToolCallBlock(
+                tool_call_id="call-1", tool_name="search_memory", tool_kwargs={"query": "kettle"}
+            )
+            llm = ScriptedLLM(
+                ChatMessage(role="assistant", blocks=[tool_call]),
+                "Your kettle (order 1182) was refunded: 39 EUR, on Monday.",
+            )
+            agent = FunctionAgent(
+                llm=llm, tools=[search], system_prompt="You are a shop's support agent."
+            )
+            answer = await agent.run("What did you do about my kettle?")
+            [result] = [m for m in llm._seen[-1] if m.role == MessageRole.TOOL]
+            found = [
+                line for line in str(result.content).splitlines() if line.startswith("<summary>")
+            ]
+            print("tool found:", found[0])
+            print("friday:", answer)
         finally:
             episodes.close()
 

@@ -50,6 +50,9 @@ EPISODEX = [
     "HybridMemory",
     "ImportFileError",
     "ImportReport",
+    "ItemPut",
+    "ItemRef",
+    "ItemStore",
     "JSONLTaskStore",
     "LLMCallable",
     "LLMGrader",
@@ -77,6 +80,7 @@ EPISODEX = [
     "StoreClosedError",
     "StoreFileError",
     "StoreLockedError",
+    "StoredItem",
     "SyncEpisodicMemory",
     "SyncStepLessonMemory",
     "Task",
@@ -105,6 +109,7 @@ EPISODEX = [
 ]
 
 LANGCHAIN_EPISODEX = [
+    "EpisodexStore",
     "EpisodicContext",
     "EpisodicConversationMemory",
     "EpisodicMemory",
@@ -126,6 +131,7 @@ LLAMA_INDEX_MEMORY_EPISODEX = [
     "EpisodicRetriever",
     "LessonSource",
     "LessonsMemoryBlock",
+    "create_memory_search_tool",
     "from_llama_index",
     "offline_tokenizer",
 ]

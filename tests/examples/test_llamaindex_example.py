@@ -58,4 +58,10 @@ def test_function_agent_recalls_monday_on_thursday() -> None:
     assert sum('conversation="monday"' in line for line in block) == 3
     assert "thursday: Yes: the 39 EUR refund for order 1182 was issued on Monday." in out
     assert "bob's prompt has memory: False" in out
-    assert out[-1].startswith("retriever: Please send my future orders to 12 Elm Street. (0.")
+    assert out[-3].startswith("retriever: Please send my future orders to 12 Elm Street. (0.")
+    # Memory as a tool: the agent's search found Monday's kettle episode, for Alice only.
+    assert (
+        out[-2]
+        == "tool found: <summary>My kettle from order 1182 arrived with a cracked lid.</summary>"
+    )
+    assert out[-1] == "friday: Your kettle (order 1182) was refunded: 39 EUR, on Monday."

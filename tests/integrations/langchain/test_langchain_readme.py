@@ -36,7 +36,9 @@ def test_snippets_run_and_remember(
         for snippet in SNIPPETS:
             exec(compile(snippet, str(README), "exec"), {"__name__": "readme"})
             outputs.append(capsys.readouterr().out)
-    agent_out, lcel_out, classic_out, retriever_out, tool_out = outputs
+    agent_out, lcel_out, classic_out, retriever_out, tool_out = outputs[:5]
+    store_out = next(out for out in outputs if "[('alice', 'facts')]" in out)
+    assert store_out.splitlines() == ["diet", "['diet']", "[('alice', 'facts')]"]
     assert "<summary>I am vegetarian.</summary>" in agent_out
     assert lcel_out.strip() == "An aisle seat, as usual."
     assert classic_out.strip() == "Yes, on Monday."

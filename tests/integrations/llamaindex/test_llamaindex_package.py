@@ -26,6 +26,7 @@ def test_exports_are_exactly_the_documented_names() -> None:
         "LessonSource",
         "LessonsMemoryBlock",
         "SUMMARY_PROMPT",
+        "create_memory_search_tool",
         "from_llama_index",
         "offline_tokenizer",
     ]
@@ -69,7 +70,7 @@ def test_offline_tokenizer_counts_like_episodex() -> None:
 def test_readme_snippets_run(tmp_path: Path) -> None:
     readme = (DIST / "README.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.DOTALL)
-    assert len(blocks) == 3
+    assert len(blocks) == 4
     script = tmp_path / "readme_snippets.py"
     script.write_text("\n\n".join(blocks), encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("QDRANT_", "OPENAI_"))}
@@ -91,7 +92,9 @@ def test_readme_snippets_run(tmp_path: Path) -> None:
     assert "<summary>My kettle from order 1182 arrived with a cracked lid.</summary>" in out
     assert 'conversation="monday"' in out
     assert "user: What happened with my kettle?" in out
-    # Retriever: scored hits from Monday; summariser: one episode recorded on Friday.
+    # Tool: the block of Alice's episodes. Retriever: scored hits from Monday; summariser: one
+    # episode recorded on Friday.
+    assert out.rstrip().endswith("\n<recalled_episodes>\n1")
     assert re.search(
         r"^0\.\d{3} monday Please send my future orders to 12 Elm Street\.$", out, flags=re.M
     )

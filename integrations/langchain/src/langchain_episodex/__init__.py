@@ -6,6 +6,7 @@
 - `EpisodicMemoryMiddleware`: memory for `create_agent` agents (extra `agents`).
 - `create_memory_search_tool`: a tool the agent calls to search its own episodes.
 - `recall_episodes`, `record_exchange`, `arecord_exchange`: memory for LCEL chains.
+- `EpisodexStore`: LangGraph's long-term memory store on episodex (extra `langgraph`).
 - `from_langchain`: a LangChain model as the core's `prompt -> text` callable.
 
 Every piece picks the user, agent and conversation ids by one rule (`EpisodicContext`
@@ -27,10 +28,12 @@ from langchain_episodex._tool import create_memory_search_tool
 if TYPE_CHECKING:
     from langchain_episodex._classic import EpisodicConversationMemory, EpisodicMemory
     from langchain_episodex._middleware import EpisodicMemoryMiddleware, LessonSource
+    from langchain_episodex._store import EpisodexStore
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "EpisodexStore",
     "EpisodicContext",
     "EpisodicConversationMemory",
     "EpisodicMemory",
@@ -49,6 +52,7 @@ __all__ = [
 # Each needs an optional extra, so it is imported on first use: the package itself
 # imports with langchain-core alone, and a missing extra is named in the ImportError.
 _EXTRAS = {
+    "EpisodexStore": "langchain_episodex._store",
     "EpisodicConversationMemory": "langchain_episodex._classic",
     "EpisodicMemory": "langchain_episodex._classic",
     "EpisodicMemoryMiddleware": "langchain_episodex._middleware",

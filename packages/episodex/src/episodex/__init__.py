@@ -42,6 +42,8 @@ from episodex._episodes.recorder import EpisodeRecorder, RecorderStats
 from episodex._episodes.spans import SpanEpisode, message_line, span_episodes
 from episodex._episodes.store import EpisodeStore
 from episodex._episodes.transfer import ImportReport
+from episodex._items.model import ItemPut, ItemRef, StoredItem
+from episodex._items.store import ItemStore
 from episodex._lessons.block import format_lessons
 from episodex._lessons.graders import Grader, LLMGrader, ProgrammaticGrader
 from episodex._lessons.memory import Attempt, StepLessonMemory, SyncStepLessonMemory
@@ -103,6 +105,9 @@ __all__ = [
     "HybridMemory",
     "ImportFileError",
     "ImportReport",
+    "ItemPut",
+    "ItemRef",
+    "ItemStore",
     "JSONLTaskStore",
     "LLMCallable",
     "LLMGrader",
@@ -129,6 +134,7 @@ __all__ = [
     "StoreClosedError",
     "StoreFileError",
     "StoreLockedError",
+    "StoredItem",
     "SyncEpisodicMemory",
     "SyncStepLessonMemory",
     "Task",

@@ -14,6 +14,7 @@ from llama_index.memory.episodex._episodes_block import SUMMARY_PROMPT, Episodic
 from llama_index.memory.episodex._lessons_block import LessonsMemoryBlock, LessonSource
 from llama_index.memory.episodex._llm import from_llama_index, offline_tokenizer
 from llama_index.memory.episodex._retriever import EpisodicRetriever
+from llama_index.memory.episodex._tool import create_memory_search_tool
 
 __all__ = [
     "SUMMARY_PROMPT",
@@ -21,6 +22,7 @@ __all__ = [
     "EpisodicRetriever",
     "LessonSource",
     "LessonsMemoryBlock",
+    "create_memory_search_tool",
     "from_llama_index",
     "offline_tokenizer",
 ]

@@ -11,7 +11,7 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from llama_index.memory.episodex._checks import check_recall_options, require_id
 
-from episodex import ConfigurationError, EpisodicMemory, run_sync
+from episodex import ConfigurationError, EpisodicMemory, SyncEpisodicMemory, run_sync
 
 __all__ = ["EpisodicRetriever"]
 
@@ -43,6 +43,11 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _empty(value: Any) -> bool:
+    """A field with nothing to say: None, or an empty text, list or mapping."""
+    return value is None or (isinstance(value, str | list | tuple | Mapping) and not value)
+
+
 def _node(item: Mapping[str, Any], section: str) -> NodeWithScore:
     metadata: dict[str, Any] = {
         "point_id": item["point_id"],
@@ -50,7 +55,11 @@ def _node(item: Mapping[str, Any], section: str) -> NodeWithScore:
         "short_summary": item.get("short_summary_text", ""),
     }
     for key, value in item.items():
-        if key not in ("point_id", "short_summary_text", "long_summary_text", "metadata"):
+        # Empty fields are left out: rendered for the LLM they would be noise lines such as
+        # `flows_activated: []` or `average_user_sentiment: None`.
+        if key in ("point_id", "short_summary_text", "long_summary_text", "metadata"):
+            continue
+        if not _empty(value):
             metadata[key] = _plain(value)
     if item.get("metadata"):
         metadata["episode_metadata"] = _plain(item["metadata"])
@@ -73,7 +82,13 @@ class EpisodicRetriever(BaseRetriever):
     its id is the episode's point id, its score the fused recall score, and its metadata
     holds every stored field (`conversation_id`, `timestamp_end` as ISO text,
     `tools_invoked`, ...) plus `section`: `same_conversation` or `previous_conversations`.
-    Results are ordered best first.
+    Results are ordered best first. Fields with no value (None, empty lists) are left out of
+    the metadata, so what an LLM is shown carries no `flows_activated: []` noise lines.
+
+    Ids: `user_id` and `agent_id` are fixed when the retriever is made, never taken from a
+    query, so results never come from another user (one rule for every LlamaIndex part of
+    this package: the explicit argument wins, then the context `Memory` gives, its session
+    id, for the conversation, and there is no other default).
 
     Setup:
         `pip install llama-index-memory-episodex`.
@@ -102,13 +117,17 @@ class EpisodicRetriever(BaseRetriever):
         ```
 
     Args:
-        memory: The episodic memory to search.
+        memory: The episodic memory to search (a `SyncEpisodicMemory` works too).
         user_id: The end user; no result ever comes from another user.
         agent_id: The agent the user talks to.
         conversation_id: The current conversation: its episodes are returned apart (section
             `same_conversation`) and do not count against `previous_conversation_limit`.
-        previous_conversation_limit: Most episodes from other conversations.
-        same_conversation_limit: Most episodes from the current conversation.
+        previous_conversation_limit: Most episodes from other conversations (default 10, or
+            `similarity_top_k` when that is given).
+        same_conversation_limit: Most episodes from the current conversation (default 5, or
+            `similarity_top_k`).
+        similarity_top_k: Most nodes returned in all, as with LlamaIndex's own retrievers;
+            the best of both sections are kept.
         recall_options: More `EpisodicMemory.recall` options (stream weights, `rrf_k`).
         callback_manager: LlamaIndex callbacks.
         verbose: Print retrieval progress.
@@ -116,31 +135,47 @@ class EpisodicRetriever(BaseRetriever):
 
     def __init__(
         self,
-        memory: EpisodicMemory,
+        memory: EpisodicMemory | SyncEpisodicMemory,
         *,
         user_id: str,
         agent_id: str,
         conversation_id: str | None = None,
-        previous_conversation_limit: int = 10,
-        same_conversation_limit: int = 5,
+        previous_conversation_limit: int | None = None,
+        same_conversation_limit: int | None = None,
+        similarity_top_k: int | None = None,
         recall_options: Mapping[str, Any] | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
     ) -> None:
+        if isinstance(memory, SyncEpisodicMemory):
+            memory = memory.memory  # the retriever is async inside; its core memory serves both
         if not isinstance(memory, EpisodicMemory):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigurationError(
-                f"memory must be an episodex.EpisodicMemory, got {type(memory).__name__}"
+                "memory must be an episodex.EpisodicMemory or SyncEpisodicMemory, got "
+                f"{type(memory).__name__}"
             )
         self.memory = memory
+        if similarity_top_k is not None:
+            if (
+                isinstance(similarity_top_k, bool)
+                or not isinstance(similarity_top_k, int)  # pyright: ignore[reportUnnecessaryIsInstance]
+                or similarity_top_k < 1
+            ):
+                raise ConfigurationError(
+                    f"similarity_top_k must be an integer >= 1, got {similarity_top_k!r}"
+                )
+        self.similarity_top_k = similarity_top_k
         self.user_id = require_id("user_id", user_id)
         self.agent_id = require_id("agent_id", agent_id)
         if conversation_id is not None:
             require_id("conversation_id", conversation_id)
         self.conversation_id = conversation_id
         self._options: dict[str, Any] = {
-            "previous_conversation_limit": previous_conversation_limit,
-            "same_conversation_limit": same_conversation_limit,
-            # The same RecallOptions as every adapter; a limit given here wins.
+            "previous_conversation_limit": _limit(
+                previous_conversation_limit, similarity_top_k, 10
+            ),
+            "same_conversation_limit": _limit(same_conversation_limit, similarity_top_k, 5),
+            # The same RecallOptions as every adapter; a limit given there wins.
             **check_recall_options(recall_options or {}),
         }
         super().__init__(callback_manager=callback_manager, verbose=verbose)
@@ -154,12 +189,11 @@ class EpisodicRetriever(BaseRetriever):
             "query": query_bundle.query_str,
         }
 
-    @staticmethod
-    def _nodes(result: Mapping[str, list[dict[str, Any]]]) -> list[NodeWithScore]:
+    def _nodes(self, result: Mapping[str, list[dict[str, Any]]]) -> list[NodeWithScore]:
         nodes = [_node(item, section) for section in _SECTIONS for item in result.get(section, [])]
         # Stable sort: equal scores keep the current conversation first.
         nodes.sort(key=lambda n: -(n.score or 0.0))
-        return nodes
+        return nodes if self.similarity_top_k is None else nodes[: self.similarity_top_k]
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return self._nodes(run_sync(self.memory.recall(**self._kwargs(query_bundle))))
@@ -167,3 +201,10 @@ class EpisodicRetriever(BaseRetriever):
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         result = await self.memory.recall(**self._kwargs(query_bundle))
         return self._nodes(result)
+
+
+def _limit(given: int | None, top_k: int | None, default: int) -> int:
+    """A section's limit: as given, else `similarity_top_k`, else the default."""
+    if given is not None:
+        return given
+    return top_k if top_k is not None else default

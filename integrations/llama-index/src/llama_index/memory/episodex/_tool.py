@@ -1,0 +1,127 @@
+"""`create_memory_search_tool`: an agent searches its own episodes through a `FunctionTool`."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from llama_index.core.tools import FunctionTool
+from llama_index.memory.episodex._checks import check_recall_options, require_id
+
+from episodex import (
+    DEFAULT_ENCODING,
+    ConfigurationError,
+    EpisodexError,
+    EpisodicMemory,
+    SyncEpisodicMemory,
+    format_recall,
+    run_sync,
+)
+
+__all__ = ["DEFAULT_TOOL_DESCRIPTION", "create_memory_search_tool"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_TOOL_DESCRIPTION = (
+    "Search your memory of earlier conversations with this user: what they asked, what was "
+    "done and decided. Give a short natural-language query; the answer lists the matching "
+    "episodes, best first, or says that nothing matched."
+)
+"""What the model is told the memory tool does (the `description` default)."""
+
+NOTHING_FOUND = "No remembered episode matches that query."
+UNAVAILABLE = "Memory could not be searched just now; answer without it."
+
+
+def create_memory_search_tool(
+    memory: EpisodicMemory | SyncEpisodicMemory,
+    *,
+    user_id: str,
+    agent_id: str,
+    conversation_id: str | None = None,
+    name: str = "search_memory",
+    description: str = DEFAULT_TOOL_DESCRIPTION,
+    limit: int = 5,
+    max_tokens: int | None = 1000,
+    recall_options: Mapping[str, Any] | None = None,
+) -> FunctionTool:
+    """A `FunctionTool` with which an agent searches its own episodes (its only argument: a query).
+
+    The ids are fixed here, never read from the model's arguments: whatever the model sends,
+    the tool searches only `user_id`'s episodes with `agent_id`. The answer is episodex's
+    `<recalled_episodes>` block (stored text escaped, within `max_tokens`). A failing store
+    is logged and answered with a short notice, so the agent goes on without memory.
+
+    ```python
+    from episodex import EpisodicMemory
+    from llama_index.memory.episodex import create_memory_search_tool
+
+    memory = EpisodicMemory(path="./memory")
+    tool = create_memory_search_tool(memory, user_id="alice", agent_id="support")
+    print(tool.metadata.name)  # -> search_memory
+    print(tool.call(query="refund").content)  # -> No remembered episode matches that query.
+    memory.close()
+    ```
+
+    Then `FunctionAgent(llm=llm, tools=[tool])`: the agent calls it when it decides to.
+
+    Args:
+        memory: The episodic memory to search (a `SyncEpisodicMemory` works too).
+        user_id: The end user whose episodes are searched.
+        agent_id: The agent.
+        conversation_id: The current conversation: its episodes come back as their own
+            section; None searches every conversation alike.
+        name: The tool's name as the model sees it.
+        description: What the model is told the tool does.
+        limit: Most episodes from other conversations (and from this one).
+        max_tokens: A token budget for the answer; None for no budget.
+        recall_options: More `EpisodicMemory.recall` options (stream weights, `rrf_k`).
+    """
+    core = memory.memory if isinstance(memory, SyncEpisodicMemory) else memory
+    if not isinstance(core, EpisodicMemory):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ConfigurationError(
+            "memory must be an episodex.EpisodicMemory or SyncEpisodicMemory, got "
+            f"{type(memory).__name__}"
+        )
+    user = require_id("user_id", user_id)
+    agent = require_id("agent_id", agent_id)
+    conversation = (
+        None if conversation_id is None else require_id("conversation_id", conversation_id)
+    )
+    require_id("name", name)
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ConfigurationError(f"limit must be an integer >= 1, got {limit!r}")
+    options: dict[str, Any] = {
+        "previous_conversation_limit": limit,
+        "same_conversation_limit": limit if conversation is not None else 0,
+        **check_recall_options(recall_options or {}),
+    }
+
+    async def search_memory(query: str) -> str:
+        if not isinstance(query, str) or not query.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
+            return "Give a query: a few words about what to look for."
+        try:
+            result = await core.recall(
+                user_id=user,
+                agent_id=agent,
+                query=query,
+                conversation_id=conversation,
+                **options,
+            )
+        except EpisodexError:
+            logger.warning(
+                "memory search tool: recall failed; answering without memory", exc_info=True
+            )
+            return UNAVAILABLE
+        return (
+            format_recall(result, max_tokens=max_tokens, encoding=DEFAULT_ENCODING) or NOTHING_FOUND
+        )
+
+    def search_memory_sync(query: str) -> str:
+        return run_sync(search_memory(query))
+
+    search_memory.__doc__ = search_memory_sync.__doc__ = description
+    return FunctionTool.from_defaults(
+        fn=search_memory_sync, async_fn=search_memory, name=name, description=description
+    )

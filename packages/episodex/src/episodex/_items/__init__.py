@@ -1,0 +1,1 @@
+"""Namespaced JSON items: long-term key-value memory with hybrid search (LangGraph's store)."""

@@ -1,0 +1,121 @@
+"""Item filters as engine conditions: value filters, namespace prefixes and suffixes.
+
+A value filter is a JSON object: `{"status": "active"}` matches an equal field,
+`{"meta": {"lang": "en"}}` a nested one, and an operator object compares:
+`{"score": {"$gt": 4.5, "$lte": 9}}`. Operators are `$eq`, `$ne`, `$gt`, `$gte`, `$lt` and
+`$lte`. Strings and booleans match exactly; numbers compare as numbers (1 equals 1.0). Every
+condition runs in the engine, on the payload's `value`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from episodex._common.errors import ValidationError
+from episodex._engines.plan import Condition, Filter, Match, Range
+
+__all__ = ["WILDCARD", "namespace_matches", "prefix_filter", "value_filter"]
+
+#: In a namespace pattern, a label that matches any label.
+WILDCARD = "*"
+
+_COMPARE = {"$gt": "gt", "$gte": "gte", "$lt": "lt", "$lte": "lte"}
+# Characters that would change what a payload key path means to the engine.
+_PATH_CHARS = frozenset('.[]"')
+
+
+def prefix_filter(base: Filter, prefix: Sequence[str]) -> Filter:
+    """`base` narrowed to namespaces that start with `prefix` (`*` matches any label)."""
+    conditions: list[Condition] = [
+        Match(f"ns{i}", label) for i, label in enumerate(prefix) if label != WILDCARD
+    ]
+    if prefix:
+        # A wildcard still needs a label there: ("a", "*") does not match ("a",).
+        conditions.append(Range("ns_depth", gte=len(prefix)))
+    return base.and_(*conditions)
+
+
+def namespace_matches(
+    namespace: Sequence[str], *, prefix: Sequence[str] = (), suffix: Sequence[str] = ()
+) -> bool:
+    """Whether `namespace` starts with `prefix` and ends with `suffix` (`*` matches any label)."""
+    if len(namespace) < max(len(prefix), len(suffix)):
+        return False
+    if any(p not in (WILDCARD, n) for p, n in zip(prefix, namespace, strict=False)):
+        return False
+    tail = namespace[len(namespace) - len(suffix) :] if suffix else ()
+    return all(s in (WILDCARD, n) for s, n in zip(suffix, tail, strict=True))
+
+
+def value_filter(base: Filter, flt: Mapping[str, Any] | None) -> Filter:
+    """`base` narrowed by a value filter; `ValidationError` for one the engine cannot run."""
+    if flt is None:
+        return base
+    if not isinstance(flt, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ValidationError(f"filter must be a dict, got {type(flt).__name__}")
+    must: list[Condition] = []
+    must_not: list[Condition] = []
+    _conditions(flt, "value", must, must_not)
+    return Filter(base.must + tuple(must), base.must_not + tuple(must_not))
+
+
+def _conditions(
+    flt: Mapping[str, Any], path: str, must: list[Condition], must_not: list[Condition]
+) -> None:
+    for field, wanted in flt.items():
+        if not isinstance(field, str) or not field or _PATH_CHARS & set(field):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValidationError(
+                f"filter field {field!r} must be a non-empty string without '.', '[', ']' or "
+                "'\"'; nest a dict to reach a nested field"
+            )
+        key = f"{path}.{field}"
+        if isinstance(wanted, Mapping) and any(str(k).startswith("$") for k in wanted):  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+            ops: Mapping[str, Any] = wanted  # pyright: ignore[reportUnknownVariableType]
+            for op, operand in ops.items():
+                _operator(key, op, operand, must, must_not)
+        elif isinstance(wanted, Mapping):
+            _conditions(wanted, key, must, must_not)  # pyright: ignore[reportUnknownArgumentType]
+        else:
+            must.append(_equals(key, wanted))
+
+
+def _operator(
+    key: str, op: str, operand: object, must: list[Condition], must_not: list[Condition]
+) -> None:
+    if op == "$eq":
+        must.append(_equals(key, operand))
+    elif op == "$ne":
+        must_not.append(_equals(key, operand))
+    elif op in _COMPARE:
+        must.append(Range(key, **{_COMPARE[op]: _number(key, op, operand)}))
+    else:
+        raise ValidationError(
+            f"filter on {key.removeprefix('value.')!r}: unknown operator {op!r}; use $eq, $ne, "
+            "$gt, $gte, $lt or $lte"
+        )
+
+
+def _number(key: str, op: str, operand: object) -> float:
+    if isinstance(operand, bool) or not isinstance(operand, int | float):
+        raise ValidationError(
+            f"filter on {key.removeprefix('value.')!r}: {op} needs a number, got {operand!r}"
+        )
+    if not math.isfinite(operand):
+        raise ValidationError(
+            f"filter on {key.removeprefix('value.')!r}: {op} needs a finite number"
+        )
+    return float(operand)
+
+
+def _equals(key: str, wanted: object) -> Condition:
+    if isinstance(wanted, str | bool):
+        return Match(key, wanted)
+    if isinstance(wanted, int | float):
+        number = _number(key, "$eq", wanted)
+        return Range(key, gte=number, lte=number)
+    raise ValidationError(
+        f"filter on {key.removeprefix('value.')!r}: only a string, boolean or number can be "
+        f"matched in the engine, got {type(wanted).__name__}"
+    )

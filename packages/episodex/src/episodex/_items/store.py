@@ -1,0 +1,349 @@
+"""`ItemStore`: namespaced JSON items in one collection, found by key, filter or hybrid query.
+
+Each item is one point whose id is derived from its tenant, namespace and key, so writing an
+item again replaces it in place. An indexed item carries a dense vector and a BM25 vector of
+its text; a query runs both searches and fuses them by weighted Reciprocal Rank Fusion in the
+engine, under the same tenant, namespace and value filters as every other read.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from episodex._common.errors import ValidationError
+from episodex._common.validation import require_int, require_weight
+from episodex._embedders.base import Embedder
+from episodex._engines.base import Engine
+from episodex._engines.collection import open_collection, tenant_filter
+from episodex._engines.plan import CollectionSpec, Filter, Fused, HasId, Point, Stream
+from episodex._engines.sparse import Bm25Encoder
+from episodex._items.filters import namespace_matches, prefix_filter, value_filter
+from episodex._items.model import (
+    ItemPut,
+    ItemRef,
+    StoredItem,
+    check_namespace,
+    check_put,
+    check_ref,
+    item_payload,
+    point_id,
+    same_ref,
+    stored_item,
+)
+
+__all__ = ["COLLECTION", "ItemStore"]
+
+COLLECTION = "items"
+_PAGE = 512
+
+
+class ItemStore:
+    """Namespaced JSON items of many users in one collection (synchronous, thread-safe).
+
+    Every method takes the tenant (`user_id`, `agent_id`) and starts its filter from it: no
+    read, listing or delete reaches another tenant's items. Writes are validated whole before
+    anything is written, and each batch of puts is one engine write.
+
+    ```python
+    from episodex import EpisodicMemory, ItemPut, ItemRef, ItemStore
+
+    memory = EpisodicMemory(path="./memory")
+    items = ItemStore(memory.engine, memory.embedder)  # an `items` collection beside episodes
+    ref = ItemRef("alice", "chef", ("alice", "food"), "diet")
+    items.write([ItemPut(ref, {"diet": "vegetarian"}, text="vegetarian diet")])
+    print(items.get_many([ref])[0].value)  # -> {'diet': 'vegetarian'}
+    hits = items.search(user_id="alice", agent_id="chef", namespace_prefix=("alice",),
+                        query="what does alice eat?")
+    print(hits[0].key)  # -> diet
+    memory.close()
+    ```
+
+    Args:
+        engine: The vector engine (an `EpisodicMemory`'s `engine` shares its store).
+        embedder: The dense embedder; its id and dimension are recorded in the collection.
+        bm25: The sparse encoder.
+        collection: Collection name.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        embedder: Embedder,
+        *,
+        bm25: Bm25Encoder | None = None,
+        collection: str = COLLECTION,
+    ) -> None:
+        self.engine = engine
+        self.embedder = embedder
+        self.bm25 = bm25 or Bm25Encoder()
+        self.collection = collection
+        spec = CollectionSpec(
+            name=collection,
+            dense={"text": embedder.dimension},
+            sparse=("bm25",),
+            tenant_key="user_id",
+            keywords=("agent_id", "ns0", "ns1", "key"),
+            floats=("updated_at",),
+            integers=("ns_depth",),
+        )
+        open_collection(
+            engine,
+            spec,
+            embedder_id=embedder.model_id,
+            kind="namespaced_items",
+            schema=1,
+            where=f"the item collection {collection!r}",
+            bm25=self.bm25.config,
+        )
+        # Reading the stored creation times and writing must not interleave with another put.
+        self._write_lock = threading.Lock()
+
+    # -- writing -------------------------------------------------------------------------
+
+    def write(self, puts: Iterable[ItemPut] = (), deletes: Iterable[ItemRef] = ()) -> None:
+        """Store `puts` (replacing items with the same reference) and delete `deletes`.
+
+        Everything is validated before anything is written; a bad entry raises
+        `ValidationError` naming its position. The puts are one engine write (all or none),
+        then the deletes one more. An item both put and deleted here is deleted. Deleting a
+        missing item is not an error.
+        """
+        checked_puts = [check_put(p, f"put {i}: ") for i, p in enumerate(_listed(puts, "puts"))]
+        checked_deletes = [
+            check_ref(r, f"delete {i}: ") for i, r in enumerate(_listed(deletes, "deletes"))
+        ]
+        deleted = set(checked_deletes)
+        # The last put of a reference wins, as if the puts ran one by one.
+        latest = {p.ref: p for p in checked_puts if p.ref not in deleted}
+        points = self._points(list(latest.values())) if latest else []
+        with self._write_lock:
+            if points:
+                created = self._created_at([p.id for p in points])
+                now = time.time()
+                points = [
+                    Point(
+                        id=p.id,
+                        dense=p.dense,
+                        sparse=p.sparse,
+                        payload={
+                            **p.payload,
+                            "created_at": created.get(p.id, now),
+                            "updated_at": now,
+                        },
+                    )
+                    for p in points
+                ]
+                self.engine.upsert(self.collection, points)
+            tenants: dict[tuple[str, str], list[str]] = {}
+            for ref in checked_deletes:
+                tenants.setdefault((ref.user_id, ref.agent_id), []).append(point_id(ref))
+            for (user_id, agent_id), ids in tenants.items():
+                # The tenant is in the filter too: an id is never enough to reach an item.
+                flt = tenant_filter(user_id, agent_id).and_(HasId(tuple(dict.fromkeys(ids))))
+                self.engine.delete(self.collection, flt)
+
+    def _points(self, puts: Sequence[ItemPut]) -> list[Point]:
+        texts = [p.text for p in puts if p.text is not None]
+        vectors = iter(self.embedder.embed_documents(texts) if texts else [])
+        points: list[Point] = []
+        for put in puts:
+            dense: dict[str, list[float]] = {}
+            sparse: dict[str, Any] = {}
+            if put.text is not None:
+                dense["text"] = next(vectors).tolist()
+                bm25 = self.bm25.document(put.text)
+                if bm25.indices:
+                    sparse["bm25"] = bm25
+            points.append(
+                Point(
+                    id=point_id(put.ref),
+                    dense=dense,
+                    sparse=sparse,
+                    payload=item_payload(put, created_at=0.0, updated_at=0.0),
+                )
+            )
+        return points
+
+    def _created_at(self, ids: Sequence[str]) -> dict[str, float]:
+        created: dict[str, float] = {}
+        for start in range(0, len(ids), _PAGE):
+            chunk = tuple(ids[start : start + _PAGE])
+            hits, _ = self.engine.scroll(
+                self.collection,
+                Filter(must=(HasId(chunk),)),
+                limit=len(chunk),
+                with_payload=("created_at",),
+            )
+            created.update((h.id, float(h.payload["created_at"])) for h in hits)
+        return created
+
+    # -- reading -------------------------------------------------------------------------
+
+    def get_many(self, refs: Iterable[ItemRef]) -> list[StoredItem | None]:
+        """The items at `refs`, in order; None where there is none."""
+        checked = [check_ref(r, f"ref {i}: ") for i, r in enumerate(_listed(refs, "refs"))]
+        ids = [point_id(r) for r in checked]
+        found: dict[str, dict[str, Any]] = {}
+        unique = tuple(dict.fromkeys(ids))
+        for start in range(0, len(unique), _PAGE):
+            chunk = unique[start : start + _PAGE]
+            hits, _ = self.engine.scroll(
+                self.collection, Filter(must=(HasId(chunk),)), limit=len(chunk)
+            )
+            found.update((h.id, h.payload) for h in hits)
+        out: list[StoredItem | None] = []
+        for ref, pid in zip(checked, ids, strict=True):
+            payload = found.get(pid)
+            # The tenant is checked on the payload too, not only through the id.
+            out.append(stored_item(payload) if payload and same_ref(payload, ref) else None)
+        return out
+
+    def search(
+        self,
+        *,
+        user_id: str,
+        agent_id: str,
+        namespace_prefix: Sequence[str] = (),
+        query: str | None = None,
+        filter: Mapping[str, Any] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        dense_weight: float = 0.3,
+        bm25_weight: float = 0.7,
+        rrf_k: int = 10,
+        stage1_limit: int = 100,
+    ) -> list[StoredItem]:
+        """Items under `namespace_prefix` that pass `filter`, best first for a query.
+
+        Without a query (or a blank one) items come newest first (by last write). With one,
+        the dense and BM25 searches over indexed items each take their `stage1_limit` best
+        and the engine fuses them by weighted RRF; items stored without text are not ranked.
+
+        Args:
+            user_id: The user whose items are searched.
+            agent_id: The agent.
+            namespace_prefix: Labels the namespace starts with (`*` matches any label).
+            query: Natural-language query.
+            filter: A value filter run in the engine: `{"status": "active"}` matches an equal
+                field, a nested dict a nested field, and `{"n": {"$gt": 4}}` compares with
+                `$eq`, `$ne`, `$gt`, `$gte`, `$lt` or `$lte` (numbers compare as numbers).
+            limit: Most items returned.
+            offset: Items skipped first (for pages).
+            dense_weight: RRF weight of the dense search.
+            bm25_weight: RRF weight of the BM25 search.
+            rrf_k: The RRF constant.
+            stage1_limit: Candidates each search takes before fusion (at least limit + offset).
+        """
+        base = tenant_filter(user_id, agent_id)
+        prefix = check_namespace(namespace_prefix, "namespace_prefix: ", allow_empty=True)
+        limit = require_int("limit", limit)
+        offset = require_int("offset", offset)
+        flt = value_filter(prefix_filter(base, prefix), filter)
+        if query is not None and not isinstance(query, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValidationError(f"query must be a string or None, got {query!r}")
+        weights = {
+            "text": require_weight("dense_weight", dense_weight),
+            "bm25": require_weight("bm25_weight", bm25_weight),
+        }
+        k = require_int("rrf_k", rrf_k, minimum=1)
+        stage1 = require_int("stage1_limit", stage1_limit, minimum=1)
+        if limit == 0:
+            return []
+        wanted = offset + limit
+        if query is None or not query.strip():
+            hits, _ = self.engine.scroll(
+                self.collection, flt, limit=wanted, order_by="updated_at", descending=True
+            )
+            return [stored_item(h.payload) for h in hits[offset:]]
+        if not any(weights.values()):
+            raise ValidationError("dense_weight and bm25_weight are both 0: give one a weight > 0")
+        streams: list[Stream] = []
+        depth = max(stage1, wanted)
+        if weights["text"] > 0:
+            streams.append(Stream("text", self.embedder.embed_query(query).tolist(), depth))
+        if weights["bm25"] > 0:
+            sparse = self.bm25.query(query)
+            if sparse.indices:
+                streams.append(Stream("bm25", sparse, depth))
+        if not streams:
+            return []  # only stopwords, and only BM25 weighted
+        request = Fused(
+            streams=tuple(streams),
+            weights=tuple(weights[s.using] for s in streams),
+            k=k,
+            filter=flt,
+            limit=wanted,
+        )
+        (hits,) = self.engine.query(self.collection, [request])
+        return [stored_item(h.payload, h.score) for h in hits[offset:]]
+
+    def list_namespaces(
+        self,
+        *,
+        user_id: str,
+        agent_id: str,
+        prefix: Sequence[str] = (),
+        suffix: Sequence[str] = (),
+        max_depth: int | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[tuple[str, ...]]:
+        """The distinct namespaces holding items, sorted, cut to `max_depth` labels.
+
+        Args:
+            user_id: The user whose namespaces are listed.
+            agent_id: The agent.
+            prefix: Labels the namespace starts with (`*` matches any label).
+            suffix: Labels it ends with (`*` matches any label).
+            max_depth: Namespaces longer than this are cut to their first `max_depth` labels
+                (and listed once).
+            limit: Most namespaces returned.
+            offset: Namespaces skipped first.
+        """
+        base = tenant_filter(user_id, agent_id)
+        prefix = check_namespace(prefix, "prefix: ", allow_empty=True)
+        suffix = check_namespace(suffix, "suffix: ", allow_empty=True)
+        if max_depth is not None:
+            max_depth = require_int("max_depth", max_depth, minimum=1)
+        limit = require_int("limit", limit)
+        offset = require_int("offset", offset)
+        flt = prefix_filter(base, prefix)
+        found: set[tuple[str, ...]] = set()
+        page: str | None = None
+        while True:
+            hits, page = self.engine.scroll(
+                self.collection, flt, limit=_PAGE, with_payload=("namespace",), offset=page
+            )
+            for hit in hits:
+                namespace = tuple(hit.payload["namespace"])
+                if namespace_matches(namespace, prefix=prefix, suffix=suffix):
+                    found.add(namespace[:max_depth] if max_depth is not None else namespace)
+            if page is None:
+                break
+        return sorted(found)[offset : offset + limit]
+
+    def count(self, *, user_id: str, agent_id: str, namespace_prefix: Sequence[str] = ()) -> int:
+        """Number of items of this user and agent (under `namespace_prefix` if given)."""
+        base = tenant_filter(user_id, agent_id)
+        prefix = check_namespace(namespace_prefix, "namespace_prefix: ", allow_empty=True)
+        return self.engine.count(self.collection, prefix_filter(base, prefix))
+
+    def forget(self, *, user_id: str, agent_id: str, namespace_prefix: Sequence[str] = ()) -> int:
+        """Delete every item of this user and agent under `namespace_prefix`; returns how many."""
+        base = tenant_filter(user_id, agent_id)
+        prefix = check_namespace(namespace_prefix, "namespace_prefix: ", allow_empty=True)
+        flt = prefix_filter(base, prefix)
+        with self._write_lock:
+            n = self.engine.count(self.collection, flt)
+            if n:
+                self.engine.delete(self.collection, flt)
+        return n
+
+
+def _listed(values: object, name: str) -> list[Any]:
+    if isinstance(values, Mapping | str | bytes) or not isinstance(values, Iterable):
+        raise ValidationError(f"{name} must be a list, got {type(values).__name__}")
+    return list(values)  # pyright: ignore[reportUnknownArgumentType]
