@@ -90,4 +90,5 @@ class HashEmbedder:
             for word in _WORD.findall(text.lower()):
                 digest = hashlib.blake2b(word.encode(), digest_size=4).digest()
                 vec[1 + int.from_bytes(digest, "little") % buckets] += 1.0
-        return vec / np.linalg.norm(vec)
+        vec /= np.linalg.norm(vec)  # in place, so the array stays float32
+        return vec
