@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
-"""Bootstrap the workspace and run its two jobs, with nothing but Python 3.11+ and pip.
+"""Bootstrap the workspace and run its jobs, with nothing but Python 3.11+ and pip.
 
     python3 dev.py demo     # the main job: `episodex demo` on the embedded default
     python3 dev.py test     # the whole test suite
+    python3 dev.py check    # the gates CI runs first: lint, format, types, layering
 
 The first run installs uv into `.tools/` (with pip, from PyPI), then lets uv build `.venv`
 from `uv.lock` with the machine's own Python: `UV_PYTHON_DOWNLOADS=never`, because nothing in
 this project may download an interpreter, a model or an encoding at run time. Extra arguments
 after the job name go to `episodex` or `pytest`.
+
+`check` runs, in order and stopping at the first failure: `ruff check`, `ruff format --check`,
+pyright (strict, over the sources and the tests: the `include` list in pyproject.toml) and
+`lint-imports` (the layering contract in pyproject.toml, drawn in ARCHITECTURE.md).
 """
 
 from __future__ import annotations
@@ -54,15 +59,36 @@ def _sync(uv: Path, env: dict[str, str]) -> None:
     )
 
 
+CHECKS = (
+    ("ruff", "check", "."),
+    ("ruff", "format", "--check", "."),
+    ("pyright",),
+    ("lint-imports",),
+)
+
+
+def _check(env: dict[str, str]) -> int:
+    """Run every gate in turn; the first failing one's exit code is returned."""
+    bin_dir = ROOT / ".venv" / "bin"
+    for tool, *args in CHECKS:
+        print(f"dev.py check: {tool} {' '.join(args)}", flush=True)
+        code = subprocess.run([str(bin_dir / tool), *args], cwd=ROOT, env=env).returncode
+        if code:
+            return code
+    return 0
+
+
 def main(argv: list[str]) -> int:
-    """Run `demo` or `test` (plus pass-through arguments) in the synced workspace."""
-    if not argv or argv[0] not in {"demo", "test"}:
+    """Run `demo`, `test` (plus pass-through arguments) or `check` in the synced workspace."""
+    if not argv or argv[0] not in {"demo", "test", "check"}:
         print(__doc__)
         return 2
     job, rest = argv[0], argv[1:]
     env = dict(os.environ, UV_PYTHON_DOWNLOADS="never", UV_NO_PROGRESS="1")
     uv = _uv()
     _sync(uv, env)
+    if job == "check":
+        return _check(env)
     python = ROOT / ".venv" / "bin" / "python"
     if job == "demo":
         cmd = [str(python), "-m", "episodex", "demo", *rest]

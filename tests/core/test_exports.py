@@ -21,6 +21,7 @@ import pytest
 EPISODEX = [
     "DEFAULT_ENCODING",
     "DEFAULT_MODEL_ID",
+    "EPISODE_FIELDS",
     "BaseMemory",
     "BaseMemoryStore",
     "TaskMemory",

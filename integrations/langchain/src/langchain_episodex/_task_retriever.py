@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from episodex import TaskSearchOptions, TaskStore
-from episodex._tasks.model import EPISODE_FIELDS, Episode
+from episodex import EPISODE_FIELDS, Episode, TaskSearchOptions, TaskStore
 from langchain_core.documents import Document
 from pydantic import Field, field_validator
 
