@@ -19,7 +19,7 @@ from episodex import (
     NotFoundError,
     ValidationError,
 )
-from episodex._engines.plan import CollectionSpec
+from episodex.plan import CollectionSpec
 
 U, A = "user-1", "agent-1"
 T0 = datetime(2026, 1, 5, 10, 0, tzinfo=UTC)

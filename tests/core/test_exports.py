@@ -21,6 +21,7 @@ import pytest
 EPISODEX = [
     "DEFAULT_ENCODING",
     "DEFAULT_MODEL_ID",
+    "DEFAULT_FIELDS",
     "EPISODE_FIELDS",
     "BaseMemory",
     "BaseMemoryStore",
@@ -139,15 +140,34 @@ LLAMA_INDEX_MEMORY_EPISODEX = [
 
 EPISODEX_TESTING = ["HashEmbedder"]
 
+EPISODEX_PLAN = [
+    "CollectionSpec",
+    "Condition",
+    "Filter",
+    "Fused",
+    "HasId",
+    "Hit",
+    "Match",
+    "MatchAny",
+    "MatchExcept",
+    "Point",
+    "Range",
+    "Search",
+    "SparseVec",
+    "Stream",
+]
+
 DOCUMENTED = {
     "episodex": EPISODEX,
     "episodex.testing": EPISODEX_TESTING,
+    "episodex.plan": EPISODEX_PLAN,
     "langchain_episodex": LANGCHAIN_EPISODEX,
     "llama_index.memory.episodex": LLAMA_INDEX_MEMORY_EPISODEX,
 }
 DISTRIBUTIONS = {
     "episodex": "episodex",
     "episodex.testing": "episodex",
+    "episodex.plan": "episodex",
     "langchain_episodex": "langchain-episodex",
     "llama_index.memory.episodex": "llama-index-memory-episodex",
 }

@@ -14,13 +14,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from episodex._embedders.base import Embedder
-from episodex._engines.base import Engine
-from episodex._engines.factory import open_engine
-from episodex._lessons.graders import ProgrammaticGrader
-from episodex._lessons.memory import StepLessonMemory
-from episodex._lessons.model import EnvState, GradingResult
-from episodex._lessons.transfer import export_memories, import_memories
+from episodex import (
+    Embedder,
+    Engine,
+    EnvState,
+    GradingResult,
+    ProgrammaticGrader,
+    StepLessonMemory,
+    export_memories,
+    import_memories,
+    open_engine,
+)
 
 TASK = "Set ticket 7 to High priority"
 TICKET = [

@@ -7,10 +7,16 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from episodex._common.errors import ImportFileError, ValidationError
-from episodex._lessons.block import LESSONS_HEADER, format_lessons, sanitize_lesson_text
-from episodex._lessons.model import RetrievedLesson, StepMemory
-from episodex._lessons.transfer import export_memories, import_memories
+from episodex import (
+    ImportFileError,
+    RetrievedLesson,
+    StepMemory,
+    ValidationError,
+    export_memories,
+    format_lessons,
+    import_memories,
+)
+from episodex._lessons.block import LESSONS_HEADER, sanitize_lesson_text
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

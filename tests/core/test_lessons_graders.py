@@ -6,15 +6,17 @@ import json
 from typing import Any
 
 import pytest
-from episodex._common.errors import ConfigurationError, ValidationError
-from episodex._lessons.graders import (
+from episodex import (
+    ConfigurationError,
+    EnvState,
     Grader,
     GradingError,
     LLMGrader,
     ProgrammaticGrader,
-    parse_grading,
+    StepMemory,
+    ValidationError,
 )
-from episodex._lessons.model import EnvState, StepMemory
+from episodex._lessons.graders import parse_grading
 
 
 def steps(*actions: str, posts: list[list[str]] | None = None) -> list[StepMemory]:

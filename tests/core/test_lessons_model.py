@@ -7,16 +7,16 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
-from episodex._common.errors import EpisodexError, ValidationError
-from episodex._lessons.model import (
+from episodex import (
     EnvState,
+    EpisodexError,
     GradingResult,
     RetrievedLesson,
     StepGrade,
     StepMemory,
-    action_parts,
-    element_set,
+    ValidationError,
 )
+from episodex._lessons.model import action_parts, element_set
 
 
 def step(**changes: Any) -> dict[str, Any]:

@@ -14,14 +14,20 @@ from typing import Any
 
 import numpy as np
 import pytest
-from episodex._common.errors import ConfigurationError, EmbedderMismatchError, ValidationError
-from episodex._embedders.base import Embedder
-from episodex._engines.base import Engine
-from episodex._engines.factory import open_engine
-from episodex._episodes.memory import EpisodicMemory
-from episodex._lessons.graders import ProgrammaticGrader
-from episodex._lessons.memory import StepLessonMemory, SyncStepLessonMemory
-from episodex._lessons.model import EnvState, StepMemory
+from episodex import (
+    ConfigurationError,
+    Embedder,
+    EmbedderMismatchError,
+    Engine,
+    EnvState,
+    EpisodicMemory,
+    ProgrammaticGrader,
+    StepLessonMemory,
+    StepMemory,
+    SyncStepLessonMemory,
+    ValidationError,
+    open_engine,
+)
 from episodex._lessons.ranking import jaccard, rank_lessons
 from episodex.testing import HashEmbedder
 

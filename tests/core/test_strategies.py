@@ -10,21 +10,26 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from episodex import JSONLTaskStore, QdrantTaskStore, TaskStore
-from episodex._common.errors import ConfigurationError, ValidationError
-from episodex._common.tokens import token_counter
-from episodex._embedders.fastembed import default_embedder
-from episodex._engines.plan import Filter, Match
-from episodex._tasks.model import Episode, Task, TaskResult
-from episodex._tasks.strategies import (
+from episodex import (
+    ConfigurationError,
+    Episode,
     HybridMemory,
+    JSONLTaskStore,
+    QdrantTaskStore,
     RecencyMemory,
     ReflectiveMemory,
     SimilarityMemory,
+    Task,
     TaskMemory,
+    TaskResult,
+    TaskStore,
+    ValidationError,
+    default_embedder,
     render_episodes,
     render_memories,
+    token_counter,
 )
+from episodex.plan import Filter, Match
 
 T0 = datetime(2024, 6, 1, 12, 0, tzinfo=UTC)
 ROWS = [

@@ -9,18 +9,23 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from episodex import JSONLTaskStore, QdrantTaskStore, StoreFileError, TaskStore
-from episodex._common.errors import (
+from episodex import (
     ConfigurationError,
     EmbedderMismatchError,
+    Episode,
     EpisodeNotFoundError,
+    EpisodicMemory,
+    JSONLTaskStore,
+    QdrantTaskStore,
+    StoreFileError,
+    Task,
+    TaskResult,
+    TaskStore,
     ValidationError,
+    default_embedder,
 )
-from episodex._embedders.fastembed import default_embedder
-from episodex._engines.plan import Filter, Match
-from episodex._episodes.memory import EpisodicMemory
-from episodex._tasks.model import Episode, Task, TaskResult
 from episodex._tasks.store import episode_point_id
+from episodex.plan import Filter, Match
 from episodex.testing import HashEmbedder
 
 T0 = datetime(2024, 3, 1, 8, 0, tzinfo=UTC)

@@ -4,8 +4,7 @@ import xml.etree.ElementTree as ET
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from episodex._common.errors import ValidationError
-from episodex._tasks.model import DEFAULT_FIELDS, EPISODE_FIELDS, Episode, Task, TaskResult
+from episodex import DEFAULT_FIELDS, EPISODE_FIELDS, Episode, Task, TaskResult, ValidationError
 
 WHEN = datetime(2024, 5, 17, 9, 30, 5, tzinfo=UTC)
 

@@ -4,8 +4,7 @@ import time
 from datetime import UTC, datetime
 
 import pytest
-from episodex._common.errors import UnknownTagError, ValidationError
-from episodex._working.memory import MemKey, MemoryEntry, WorkingMemory
+from episodex import MemKey, MemoryEntry, UnknownTagError, ValidationError, WorkingMemory
 
 FRAMEWORK_KEYS = {
     "available_actions",

@@ -1,6 +1,6 @@
 """Every ```python block in a public docstring runs.
 
-Scanned: the docstring of each package (`episodex`, `episodex.testing`, `langchain_episodex`,
+Scanned: the docstring of each package (`episodex`, `episodex.testing`, `episodex.plan`, `langchain_episodex`,
 `llama_index.memory.episodex`), of every name in its `__all__`, and of the public methods and
 properties those classes define. A package whose `__all__` is empty contributes only its
 module docstring; `test_every_exported_name_is_scanned` still checks it.
@@ -35,7 +35,13 @@ from typing import Any
 import pytest
 from docblocks import Block, BlockRunner, compile_block, python_blocks
 
-PACKAGES = ("episodex", "episodex.testing", "langchain_episodex", "llama_index.memory.episodex")
+PACKAGES = (
+    "episodex",
+    "episodex.testing",
+    "episodex.plan",
+    "langchain_episodex",
+    "llama_index.memory.episodex",
+)
 OFFLINE_ENV = ("QDRANT_URL", "QDRANT_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
 
 

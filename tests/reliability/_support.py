@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from episodex import EpisodicMemory
-from episodex._engines.plan import Filter
+from episodex.plan import Filter
 
 QDRANT_URL = os.environ.get("QDRANT_URL")
 QDRANT_API_KEY = os.environ.get("QDRANT_API_KEY")

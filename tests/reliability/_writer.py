@@ -63,8 +63,7 @@ def write_episodes(store: str, round_: int, size: int) -> None:
 
 
 async def write_jsonl(store: str, round_: int, size: int) -> None:
-    from episodex import JSONLTaskStore
-    from episodex._tasks.model import Episode, Task, TaskResult
+    from episodex import Episode, JSONLTaskStore, Task, TaskResult
 
     jsonl = JSONLTaskStore(store)
     say(ready=True)

@@ -29,7 +29,6 @@ from episodex import (
     ValidationError,
     default_embedder,
 )
-from episodex._embedders.base import MAX_INPUT_CHARS
 from episodex.testing import HashEmbedder
 
 from ._support import BACKENDS, open_memory, parse_export, snapshot, total_points
@@ -361,12 +360,13 @@ async def test_a_one_megabyte_summary_is_embedded_truncated_and_stored_whole(
     )
     got = await memory.get(pid, user_id="u1", agent_id="a1")
     assert got["long_summary_text"] == text  # stored whole
-    # The long vector is the embedding of the text's start (the model's window), so a query
-    # that is that start finds it with a near-perfect cosine on the long stream.
+    # The long vector is the embedding of the text's start (the model's window of 256 word
+    # pieces, far fewer than 4096 characters), so a query that is that start finds it with a
+    # near-perfect cosine on the long stream.
     res = await memory.recall(
         user_id="u1",
         agent_id="a1",
-        query=text[:MAX_INPUT_CHARS],
+        query=text[:4096],
         short_weight=0,
         long_weight=1,
         bm25_weight=0,

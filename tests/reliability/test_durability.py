@@ -20,8 +20,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from episodex import EpisodicMemory, JSONLTaskStore, StoreFileError, StoreLockedError
-from episodex._tasks.model import Episode, Task, TaskResult
+from episodex import (
+    Episode,
+    EpisodicMemory,
+    JSONLTaskStore,
+    StoreFileError,
+    StoreLockedError,
+    Task,
+    TaskResult,
+)
 from episodex.testing import HashEmbedder
 
 from ._support import snapshot, total_points

@@ -12,11 +12,19 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 import pytest
-from episodex import EpisodicMemory, ValidationError, format_recall
-from episodex._lessons.block import LESSONS_HEADER, format_lessons
-from episodex._lessons.model import EnvState, StepMemory
-from episodex._tasks.model import Episode, Task, TaskResult
-from episodex._tasks.strategies import render_episodes
+from episodex import (
+    EnvState,
+    Episode,
+    EpisodicMemory,
+    StepMemory,
+    Task,
+    TaskResult,
+    ValidationError,
+    format_lessons,
+    format_recall,
+    render_episodes,
+)
+from episodex._lessons.block import LESSONS_HEADER
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -10,9 +10,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from episodex import EpisodicMemory, ValidationError
-from episodex._lessons.memory import StepLessonMemory
-from episodex._lessons.model import StepMemory
+from episodex import EpisodicMemory, StepLessonMemory, StepMemory, ValidationError
 from episodex.testing import HashEmbedder
 from hypothesis import given, settings
 from hypothesis import strategies as st

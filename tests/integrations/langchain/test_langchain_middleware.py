@@ -5,10 +5,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from episodex import ConfigurationError
+from episodex import ConfigurationError, ProgrammaticGrader, StepLessonMemory
 from episodex import EpisodicMemory as Episodes
-from episodex._lessons.graders import ProgrammaticGrader
-from episodex._lessons.memory import StepLessonMemory
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.tools import tool

@@ -6,12 +6,14 @@ from typing import Any
 import pytest
 from episodex import (
     ConfigurationError,
+    Episode,
     EpisodicMemory,
     JSONLTaskStore,
     QdrantTaskStore,
+    Task,
+    TaskResult,
     ValidationError,
 )
-from episodex._tasks.model import Episode, Task, TaskResult
 from langchain_core.retrievers import BaseRetriever
 from langchain_episodex import TaskEpisodeRetriever
 from langchain_tests.integration_tests import RetrieversIntegrationTests

@@ -5,9 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from episodex import ConfigurationError, EpisodicMemory
-from episodex._lessons.graders import ProgrammaticGrader
-from episodex._lessons.memory import StepLessonMemory
+from episodex import ConfigurationError, EpisodicMemory, ProgrammaticGrader, StepLessonMemory
 from llama_index.core.agent.workflow import FunctionAgent
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.memory import InsertMethod, Memory

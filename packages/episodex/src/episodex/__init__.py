@@ -52,7 +52,7 @@ from episodex._lessons.ranking import LessonOptions
 from episodex._lessons.transfer import export_memories, import_memories
 from episodex._tasks.block import render_episodes
 from episodex._tasks.jsonl import JSONLTaskStore
-from episodex._tasks.model import EPISODE_FIELDS, Episode, Task, TaskResult
+from episodex._tasks.model import DEFAULT_FIELDS, EPISODE_FIELDS, Episode, Task, TaskResult
 from episodex._tasks.qdrant import QdrantTaskStore
 from episodex._tasks.store import (
     BaseMemoryStore,
@@ -76,6 +76,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "DEFAULT_ENCODING",
+    "DEFAULT_FIELDS",
     "DEFAULT_MODEL_ID",
     "EPISODE_FIELDS",
     "Attempt",
