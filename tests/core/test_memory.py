@@ -136,10 +136,28 @@ async def test_sync_facade_works_inside_a_running_loop(embedder) -> None:
     mem.close()
 
 
-async def test_async_calls_run_concurrently(embedder) -> None:
-    mem = EpisodicMemory(location=":memory:", embedder=embedder)
-    await asyncio.gather(*(mem.memorize(**_ep(i)) for i in range(20)))
-    assert await mem.count(user_id="u", agent_id="a") == 20
+class RendezvousEmbedder(HashEmbedder):
+    """Embeds only once `parties` calls are inside `embed_documents` at the same time."""
+
+    __test__ = False
+
+    def __init__(self, parties: int) -> None:
+        super().__init__()
+        # Calls made one after another never meet: the first waits alone and times out.
+        self.barrier = threading.Barrier(parties, timeout=10)
+
+    def embed_documents(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        self.barrier.wait()
+        return super().embed_documents(texts)
+
+
+async def test_async_calls_run_concurrently() -> None:
+    rendezvous = RendezvousEmbedder(parties=4)
+    mem = EpisodicMemory(location=":memory:", embedder=rendezvous)
+    await asyncio.gather(*(mem.memorize(**_ep(i)) for i in range(4)))
+    assert await mem.count(user_id="u", agent_id="a") == 4
+    assert not rendezvous.barrier.broken
+    mem.close()
 
 
 async def test_recall_block(embedder) -> None:
