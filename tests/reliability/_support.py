@@ -1,55 +1,52 @@
-"""Shared pieces of the reliability tests: store snapshots, backends."""
+"""Shared pieces of the reliability tests: memories on each registered backend, snapshots."""
 
 from __future__ import annotations
 
 import io
 import json
-import os
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
-import pytest
+from conformance.backends import (
+    BACKENDS,
+    QDRANT_API_KEY,
+    QDRANT_URL,
+    engine_options,
+    server_prefix,
+)
+from conformance.backends import drop_server_collections as drop_engine_collections
 from episodex import EpisodicMemory
 from episodex.plan import Filter
 
-QDRANT_URL = os.environ.get("QDRANT_URL")
-QDRANT_API_KEY = os.environ.get("QDRANT_API_KEY")
+# The backend registry is re-exported: the reliability tests take their backends from here.
+__all__ = [
+    "BACKENDS",
+    "COLLECTION",
+    "QDRANT_API_KEY",
+    "QDRANT_URL",
+    "drop_server_collections",
+    "open_memory",
+    "parse_export",
+    "server_prefix",
+    "snapshot",
+    "total_points",
+]
+
 COLLECTION = "episodes"
-
-# The server runs only when QDRANT_URL is set; it needs real sockets.
-BACKENDS: list[Any] = ["edge", "memory"]
-if QDRANT_URL:
-    BACKENDS.append(pytest.param("server", marks=[pytest.mark.server, pytest.mark.enable_socket]))
-
-
-def server_prefix() -> str:
-    """A collection prefix no other test run uses, for tests against a live server."""
-    return f"episodex_rel_{uuid.uuid4().hex[:12]}_"
 
 
 def drop_server_collections(memory: EpisodicMemory) -> None:
     """Delete every collection this (server) memory created."""
-    client = memory.engine.client  # type: ignore[attr-defined]
-    prefix = memory.engine._prefix  # type: ignore[attr-defined]
-    for c in client.get_collections().collections:
-        if c.name.startswith(prefix):
-            client.delete_collection(c.name)
+    drop_engine_collections(memory.engine)
 
 
 @contextmanager
 def open_memory(backend: str, tmp_path: Any, **kwargs: Any) -> Iterator[EpisodicMemory]:
     """A fresh, empty memory on `backend` (edge, memory or server), closed afterwards."""
-    if backend == "edge":
-        mem = EpisodicMemory(tmp_path / f"store-{uuid.uuid4().hex[:8]}", **kwargs)
-    elif backend == "memory":
-        mem = EpisodicMemory(location=":memory:", **kwargs)
-    else:
-        assert QDRANT_URL, "server backend without QDRANT_URL"
-        mem = EpisodicMemory(
-            url=QDRANT_URL, api_key=QDRANT_API_KEY, collection_prefix=server_prefix(), **kwargs
-        )
+    path, options = engine_options(backend, Path(tmp_path))
+    mem = EpisodicMemory(path, **options, **kwargs)
     try:
         yield mem
     finally:
