@@ -106,15 +106,8 @@ class EpisodicConversationMemory(BaseMemory):
         except PydanticValidationError as exc:
             raise configuration_error(type(self).__name__, exc) from None
 
-    @field_validator("memory", mode="before")
-    @classmethod
-    def _unwrap(cls, value: object) -> object:
-        return core_memory(value)
-
-    @field_validator("recall_options")
-    @classmethod
-    def _known(cls, value: dict[str, Any]) -> dict[str, Any]:
-        return check_recall_options(value)
+    _unwrap = field_validator("memory", mode="before")(core_memory)
+    _known = field_validator("recall_options")(check_recall_options)
 
     @property
     def memory_variables(self) -> list[str]:

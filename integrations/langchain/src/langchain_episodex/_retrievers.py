@@ -91,15 +91,8 @@ class EpisodicRetriever(EpisodexRetriever):
     recall_options: dict[str, Any] = Field(default_factory=dict[str, Any])
     """Extra `EpisodicMemory.recall` options (`episodex.RecallOptions`)."""
 
-    @field_validator("memory", mode="before")
-    @classmethod
-    def _unwrap(cls, value: object) -> object:
-        return core_memory(value)
-
-    @field_validator("recall_options")
-    @classmethod
-    def _known(cls, value: dict[str, Any]) -> dict[str, Any]:
-        return check_recall_options(value)
+    _unwrap = field_validator("memory", mode="before")(core_memory)
+    _known = field_validator("recall_options")(check_recall_options)
 
     @field_validator("search_type", mode="before")
     @classmethod
