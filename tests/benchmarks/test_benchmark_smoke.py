@@ -10,6 +10,9 @@ from types import ModuleType
 
 import pytest
 
+# Slow: runs the benchmark harnesses; `pytest -m "not slow"` leaves it out.
+pytestmark = pytest.mark.slow
+
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 

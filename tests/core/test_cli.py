@@ -193,6 +193,7 @@ def test_usage_error_exit_code(capsys) -> None:
     assert info.value.code == 2
 
 
+@pytest.mark.slow
 def test_demo_runs_as_a_command(tmp_path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "episodex", "demo", "--keep", str(tmp_path / "demo")],

@@ -99,6 +99,7 @@ def _lines(n: int) -> str:
     )
 
 
+@pytest.mark.slow
 async def test_import_reports_progress_through_the_memory(embedder) -> None:
     # The async memory once lost `on_progress`; both flavours now take it from the store.
     seen: list[int] = []

@@ -35,6 +35,9 @@ from typing import Any
 import pytest
 from docblocks import Block, BlockRunner, compile_block, python_blocks
 
+# Slow: runs every docstring example with the real model; `pytest -m "not slow"` leaves it out.
+pytestmark = pytest.mark.slow
+
 PACKAGES = (
     "episodex",
     "episodex.testing",

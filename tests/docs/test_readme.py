@@ -22,6 +22,9 @@ from pathlib import Path
 import pytest
 from docblocks import Block, BlockRunner, compile_block, fenced_blocks, python_blocks
 
+# Slow: runs every README block with the real model; `pytest -m "not slow"` leaves it out.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 OFFLINE_ENV = ("QDRANT_URL", "QDRANT_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")

@@ -16,6 +16,9 @@ from types import ModuleType
 
 import pytest
 
+# Slow: runs the example scripts as processes; `pytest -m "not slow"` leaves it out.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 

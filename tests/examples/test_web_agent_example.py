@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+# Slow: runs the example script as a process; `pytest -m "not slow"` leaves it out.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

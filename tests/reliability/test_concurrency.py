@@ -8,7 +8,11 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import pytest
 from episodex import EpisodicMemory, SyncEpisodicMemory, ValidationError
+
+# Slow: hundreds of concurrent writers and readers; `pytest -m "not slow"` leaves it out.
+pytestmark = pytest.mark.slow
 
 USERS = [f"user-{i}" for i in range(10)]
 

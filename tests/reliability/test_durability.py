@@ -34,6 +34,9 @@ from episodex.testing import HashEmbedder
 from ._support import snapshot, total_points
 from ._writer import episode, point_id
 
+# Slow: kills writer processes and reopens stores; `pytest -m "not slow"` leaves it out.
+pytestmark = pytest.mark.slow
+
 WRITER = Path(__file__).with_name("_writer.py")
 TESTS = Path(__file__).resolve().parents[1]
 BATCH = 40

@@ -47,6 +47,9 @@ from ._support import (
     total_points,
 )
 
+# Slow: stateful property tests over many operations; `pytest -m "not slow"` leaves it out.
+pytestmark = pytest.mark.slow
+
 # Ids that a careless filter (prefix, case-folding, trimming, normalising) would confuse.
 USERS = ("alice", "Alice", "alice ", "ålice", "bob", "u/1")
 AGENTS = ("support", "Support", "sales")

@@ -26,6 +26,9 @@ from episodex.testing import HashEmbedder
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+# Slow: property tests over every storable value, on disk; `pytest -m "not slow"` leaves it out.
+pytestmark = pytest.mark.slow
+
 
 def _nest(levels: int) -> dict[str, Any]:
     value: dict[str, Any] = {}

@@ -22,6 +22,9 @@ from episodex import (
 )
 from episodex.testing import HashEmbedder
 
+# Slow: races processes over one folder; `pytest -m "not slow"` leaves it out.
+pytestmark = pytest.mark.slow
+
 TESTS = Path(__file__).resolve().parents[1]
 
 

@@ -8,6 +8,9 @@ from pathlib import Path
 
 import pytest
 
+# Slow: runs the adapter README blocks; `pytest -m "not slow"` leaves it out.
+pytestmark = pytest.mark.slow
+
 README = Path(__file__).resolve().parents[3] / "integrations" / "langchain" / "README.md"
 SNIPPETS = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.DOTALL)
 

@@ -18,6 +18,8 @@ from llama_index.memory.episodex import EpisodicMemoryBlock, offline_tokenizer
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 pytestmark = [
+    # Slow: long conversations at many flush sizes; `pytest -m "not slow"` leaves it out.
+    pytest.mark.slow,
     pytest.mark.filterwarnings("ignore::pydantic.warnings.PydanticDeprecatedSince20"),
     pytest.mark.filterwarnings("ignore::pydantic.warnings.PydanticDeprecatedSince211"),
 ]

@@ -67,6 +67,7 @@ def test_offline_tokenizer_counts_like_episodex() -> None:
     assert len(tokens) == token_counter()(text)
 
 
+@pytest.mark.slow
 def test_readme_snippets_run(tmp_path: Path) -> None:
     readme = (DIST / "README.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.DOTALL)
