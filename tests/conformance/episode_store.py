@@ -259,7 +259,7 @@ class EpisodeStoreConformance:
     async def test_recall_without_stream_ranks_returns_the_same_hits(
         self, memory: EpisodicMemory, loaded: list[str]
     ) -> None:
-        args = {
+        args: dict[str, Any] = {
             "user_id": U,
             "agent_id": A,
             "conversation_id": "c3",

@@ -3,18 +3,21 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from episodex.cli import main
 
 
-def run(capsys, *args: str) -> tuple[int, str, str]:
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     code = main(list(args))
     out, err = capsys.readouterr()
     return code, out, err
 
 
-def test_add_recall_export_import_stats_forget(capsys, tmp_path) -> None:
+def test_add_recall_export_import_stats_forget(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     store = str(tmp_path / "store")
     code, out, _ = run(
         capsys,
@@ -76,7 +79,9 @@ def test_add_recall_export_import_stats_forget(capsys, tmp_path) -> None:
     assert json.loads(out)["point_id"] == pid
 
 
-def test_add_from_json_on_stdin(capsys, tmp_path, monkeypatch) -> None:
+def test_add_from_json_on_stdin(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import io
 
     record = {
@@ -171,12 +176,14 @@ def test_add_from_json_on_stdin(capsys, tmp_path, monkeypatch) -> None:
         (["import", "/no/such/file.jsonl"], 2, "no such file"),
     ],
 )
-def test_errors_have_exit_codes_and_messages(capsys, tmp_path, args, code, message) -> None:
+def test_errors_have_exit_codes_and_messages(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, args, code, message
+) -> None:
     got, _out, err = run(capsys, "--path", str(tmp_path / "s"), *args)
     assert got == code and message in err and err.startswith("episodex: ")
 
 
-def test_bad_import_line_is_reported(capsys, tmp_path) -> None:
+def test_bad_import_line_is_reported(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     f = tmp_path / "bad.jsonl"
     f.write_text(
         '{"short_summary": "s", "long_summary": "l", "user_id": "u", "agent_id": "a", "conversation_id": "c"}\n{oops\n'
@@ -187,14 +194,14 @@ def test_bad_import_line_is_reported(capsys, tmp_path) -> None:
     assert code == 0 and out == "imported 1 episode(s)\n" and "skipped line 2" in err
 
 
-def test_usage_error_exit_code(capsys) -> None:
+def test_usage_error_exit_code(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as info:
         main(["recall"])
     assert info.value.code == 2
 
 
 @pytest.mark.slow
-def test_demo_runs_as_a_command(tmp_path) -> None:
+def test_demo_runs_as_a_command(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "episodex", "demo", "--keep", str(tmp_path / "demo")],
         capture_output=True,

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import uuid
+from pathlib import Path
 
 import pytest
-from episodex import EngineError, EpisodicMemory, NotFoundError, ValidationError
+from episodex import Embedder, EngineError, EpisodicMemory, NotFoundError, ValidationError
 
 
 def _ep(user: str, point_id: str, text: str) -> dict:
@@ -25,7 +26,9 @@ def _twin(point_id: str) -> str:
     return str(uuid.UUID(int=(uuid.UUID(point_id).int ^ (1 << 100))))
 
 
-async def test_the_uuid_comes_back_and_the_carrier_key_never_leaks(tmp_path, embedder) -> None:
+async def test_the_uuid_comes_back_and_the_carrier_key_never_leaks(
+    tmp_path: Path, embedder: Embedder
+) -> None:
     mem = EpisodicMemory(path=tmp_path / "s", embedder=embedder)
     pid = str(uuid.uuid4()).upper()
     (stored,) = await mem.memorize_many([_ep("u", pid, "refund for order 7")])
@@ -46,7 +49,7 @@ async def test_the_uuid_comes_back_and_the_carrier_key_never_leaks(tmp_path, emb
     mem.close()
 
 
-async def test_uuid1_ids_from_one_host_are_all_stored(tmp_path, embedder) -> None:
+async def test_uuid1_ids_from_one_host_are_all_stored(tmp_path: Path, embedder: Embedder) -> None:
     # uuid1() ids from one host share their low 64 bits (clock sequence and node): the first
     # key scheme could store only the first of them (issue 14, item 5).
     mem = EpisodicMemory(path=tmp_path / "s", embedder=embedder)
@@ -64,7 +67,7 @@ async def test_uuid1_ids_from_one_host_are_all_stored(tmp_path, embedder) -> Non
     mem.close()
 
 
-async def _old_scheme_store(tmp_path, embedder) -> EpisodicMemory:
+async def _old_scheme_store(tmp_path: Path, embedder: Embedder) -> EpisodicMemory:
     mem = EpisodicMemory(path=tmp_path / "s", embedder=embedder)
     mem.close()
     manifest = tmp_path / "s" / "episodes" / "episodex.json"
@@ -74,7 +77,9 @@ async def _old_scheme_store(tmp_path, embedder) -> EpisodicMemory:
     return EpisodicMemory(path=tmp_path / "s", embedder=embedder)
 
 
-async def test_a_store_of_the_first_key_scheme_still_reads_and_writes(tmp_path, embedder) -> None:
+async def test_a_store_of_the_first_key_scheme_still_reads_and_writes(
+    tmp_path: Path, embedder: Embedder
+) -> None:
     mem = await _old_scheme_store(tmp_path, embedder)
     victim = str(uuid.uuid4())
     await mem.memorize_many([_ep("alice", victim, "alice's secret")])
@@ -101,7 +106,9 @@ async def test_a_store_of_the_first_key_scheme_still_reads_and_writes(tmp_path, 
     mem.close()
 
 
-async def test_a_store_with_uuid_point_ids_is_refused_with_advice(tmp_path, embedder) -> None:
+async def test_a_store_with_uuid_point_ids_is_refused_with_advice(
+    tmp_path: Path, embedder: Embedder
+) -> None:
     mem = EpisodicMemory(path=tmp_path / "s", embedder=embedder)
     mem.close()
     manifest = tmp_path / "s" / "episodes" / "episodex.json"

@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ from episodex import (
     DEFAULT_MODEL_ID,
     BundledMiniLMEmbedder,
     ConfigurationError,
+    Embedder,
     EmbeddingError,
     FastEmbedEmbedder,
     OpenAICompatibleEmbedder,
@@ -18,7 +20,7 @@ from episodex import (
 from episodex._embedders import fastembed as _embedders
 
 
-def test_bundled_model_is_offline_normalised_and_semantic(embedder) -> None:
+def test_bundled_model_is_offline_normalised_and_semantic(embedder: Embedder) -> None:
     assert embedder.model_id == DEFAULT_MODEL_ID and embedder.dimension == 384
     docs = embedder.embed_documents(
         ["I forgot my password", "Reset my login credentials", "The cat sat on the mat"]
@@ -31,13 +33,13 @@ def test_bundled_model_is_offline_normalised_and_semantic(embedder) -> None:
     assert q.shape == (384,) and float(q @ docs[0]) > 0.99
 
 
-def test_embedding_is_deterministic_and_batch_independent(embedder) -> None:
+def test_embedding_is_deterministic_and_batch_independent(embedder: Embedder) -> None:
     one = embedder.embed_documents(["refund for order 1234"])[0]
     batch = embedder.embed_documents(["something else entirely", "refund for order 1234"])[1]
     assert np.allclose(one, batch, atol=1e-4)
 
 
-def test_long_text_is_clipped_before_tokenizing(embedder) -> None:
+def test_long_text_is_clipped_before_tokenizing(embedder: Embedder) -> None:
     huge = "word " * 400_000  # 2 MB
     vec = embedder.embed_documents([huge])
     assert vec.shape == (1, 384) and np.isfinite(vec).all()
@@ -51,7 +53,9 @@ def test_model_folder_is_verified_by_hash(monkeypatch: pytest.MonkeyPatch) -> No
         BundledMiniLMEmbedder.model_folder()
 
 
-def test_model_folder_honours_episodex_home(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+def test_model_folder_honours_episodex_home(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("EPISODEX_HOME", str(tmp_path))
     folder = BundledMiniLMEmbedder.model_folder()
     assert folder.is_relative_to(tmp_path)
@@ -68,7 +72,7 @@ def test_fastembed_by_name_knows_its_dimension() -> None:
     assert emb.model_id == "BAAI/bge-small-en-v1.5" and emb.dimension == 384
 
 
-def test_vector_cache_serves_known_texts_and_embeds_the_rest(embedder) -> None:
+def test_vector_cache_serves_known_texts_and_embeds_the_rest(embedder: Embedder) -> None:
     table = {"cached text": np.ones(384, dtype=np.float32)}
     cache = VectorCacheEmbedder(embedder, table)
     out = cache.embed_documents(["cached text", "fresh text"])
@@ -108,7 +112,7 @@ class _EmbeddingsHandler(BaseHTTPRequestHandler):
 
 
 @pytest.fixture
-def api_server(embedder):
+def api_server(embedder: Embedder):
     _EmbeddingsHandler.model = embedder
     server = ThreadingHTTPServer(("127.0.0.1", 0), _EmbeddingsHandler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -120,7 +124,9 @@ def api_server(embedder):
 
 @pytest.mark.enable_socket
 @pytest.mark.allow_hosts(["127.0.0.1"])
-def test_openai_compatible_embedder_against_a_loopback_server(api_server, embedder) -> None:
+def test_openai_compatible_embedder_against_a_loopback_server(
+    api_server, embedder: Embedder
+) -> None:
     emb = OpenAICompatibleEmbedder(
         base_url=api_server, model="m", dimension=384, api_key="sk-test", batch_size=2
     )

@@ -3,12 +3,14 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 import pytest
 from episodex import (
     ConfigurationError,
+    Embedder,
     EmbedderMismatchError,
     EpisodicMemory,
     StoreLockedError,
@@ -55,7 +57,7 @@ async def test_memorize_embeds_both_summaries_in_one_batch() -> None:
     assert counting.calls[2:] == [4, 4, 2]
 
 
-async def test_memorize_many_validates_everything_before_writing(embedder) -> None:
+async def test_memorize_many_validates_everything_before_writing(embedder: Embedder) -> None:
     mem = EpisodicMemory(location=":memory:", embedder=embedder)
     bad = [_ep(0), _ep(1), {**_ep(2), "short_summary": "  "}]
     with pytest.raises(ValidationError, match=r"episode 2: .*short_summary"):
@@ -65,7 +67,9 @@ async def test_memorize_many_validates_everything_before_writing(embedder) -> No
         await mem.memorize_many(_ep(0))  # type: ignore[arg-type]
 
 
-async def test_reopening_with_another_embedder_is_refused(tmp_path, embedder) -> None:
+async def test_reopening_with_another_embedder_is_refused(
+    tmp_path: Path, embedder: Embedder
+) -> None:
     path = tmp_path / "store"
     mem = EpisodicMemory(path=path, embedder=embedder)
     await mem.memorize(**{k: v for k, v in _ep(0).items()})
@@ -79,14 +83,16 @@ async def test_reopening_with_another_embedder_is_refused(tmp_path, embedder) ->
     again.close()
 
 
-async def test_a_second_open_of_the_same_folder_is_locked(tmp_path, embedder) -> None:
+async def test_a_second_open_of_the_same_folder_is_locked(
+    tmp_path: Path, embedder: Embedder
+) -> None:
     mem = EpisodicMemory(path=tmp_path / "store", embedder=embedder)
     with pytest.raises(StoreLockedError, match="another process"):
         EpisodicMemory(path=tmp_path / "store", embedder=embedder)
     mem.close()
 
 
-def test_constructor_errors(embedder) -> None:
+def test_constructor_errors(embedder: Embedder) -> None:
     with pytest.raises(ConfigurationError, match="exactly one"):
         EpisodicMemory(embedder=embedder)
     with pytest.raises(ConfigurationError, match="exactly one"):
@@ -99,7 +105,7 @@ def test_constructor_errors(embedder) -> None:
         EpisodicMemory(location=":memory:", embedder=42)  # type: ignore[arg-type]
 
 
-def test_sync_facade_from_several_threads(tmp_path, embedder) -> None:
+def test_sync_facade_from_several_threads(tmp_path: Path, embedder: Embedder) -> None:
     with SyncEpisodicMemory(tmp_path / "store", embedder=embedder) as mem:
         errors: list[BaseException] = []
 
@@ -127,7 +133,7 @@ def test_sync_facade_from_several_threads(tmp_path, embedder) -> None:
         assert res["same_conversation"][0]["short_summary_text"] == "thread 1 item 3"
 
 
-async def test_sync_facade_works_inside_a_running_loop(embedder) -> None:
+async def test_sync_facade_works_inside_a_running_loop(embedder: Embedder) -> None:
     mem = SyncEpisodicMemory(location=":memory:", embedder=embedder)
     mem.memorize(
         short_summary="s", long_summary="l", user_id="u", agent_id="a", conversation_id="c"
@@ -160,7 +166,7 @@ async def test_async_calls_run_concurrently() -> None:
     mem.close()
 
 
-async def test_recall_block(embedder) -> None:
+async def test_recall_block(embedder: Embedder) -> None:
     mem = EpisodicMemory(location=":memory:", embedder=embedder)
     assert await mem.recall_block(user_id="u", agent_id="a", query="anything") == ""
     await mem.memorize(

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import typing
+from pathlib import Path
+from typing import Any
 
 import pytest
 from episodex import (
+    Embedder,
     EngineOptions,
     Episode,
     EpisodicMemory,
@@ -38,7 +41,7 @@ DOCUMENTED_DEFAULTS: RecallOptions = {
 
 
 @pytest.fixture
-async def memory(embedder) -> typing.AsyncIterator[EpisodicMemory]:
+async def memory(embedder: Embedder) -> typing.AsyncIterator[EpisodicMemory]:
     mem = EpisodicMemory(location=":memory:", embedder=embedder)
     for i, (short, conversation) in enumerate(
         [("Refund for order 42", "c1"), ("Shipping delay", "c2"), ("Refund again", "c3")]
@@ -83,7 +86,12 @@ async def test_the_documented_defaults_are_the_defaults(memory: EpisodicMemory) 
 
 
 async def test_every_recall_option_reaches_the_store(memory: EpisodicMemory) -> None:
-    kw = {"user_id": "u", "agent_id": "a", "query": "refund", "conversation_id": "c1"}
+    kw: dict[str, Any] = {
+        "user_id": "u",
+        "agent_id": "a",
+        "query": "refund",
+        "conversation_id": "c1",
+    }
     assert (await memory.recall(**kw, same_conversation_limit=0))["same_conversation"] == []
     assert (await memory.recall(**kw, previous_conversation_limit=1))[
         "previous_conversations"
@@ -111,7 +119,9 @@ async def test_an_unknown_recall_option_is_a_type_error(memory: EpisodicMemory) 
         memory.store.recall(user_id="u", agent_id="a", query="refund", top_k=3)  # pyright: ignore[reportCallIssue]
 
 
-async def test_task_stores_take_the_typed_search_options(embedder, tmp_path) -> None:
+async def test_task_stores_take_the_typed_search_options(
+    embedder: Embedder, tmp_path: Path
+) -> None:
     qdrant = QdrantTaskStore(location=":memory:", embedder=embedder)
     jsonl = JSONLTaskStore(tmp_path / "tasks.jsonl")
     episode = Episode(
@@ -141,7 +151,9 @@ async def test_task_stores_take_the_typed_search_options(embedder, tmp_path) -> 
         await qdrant.search("miles km", 3, top=2)  # pyright: ignore[reportCallIssue]
 
 
-def test_the_cli_sets_every_recall_option_it_names(capsys, tmp_path) -> None:
+def test_the_cli_sets_every_recall_option_it_names(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     store = str(tmp_path / "store")
     ids = ["--user", "u", "--agent", "a"]
     assert main(["--path", store, "add", *ids, "--conversation", "c1", "--short", "Refund 42",
@@ -176,7 +188,7 @@ async def test_lesson_options_are_one_typed_dict(memory: EpisodicMemory) -> None
         await lessons.lessons_block({"url": "/x"}, "state", top_kk=3)  # pyright: ignore[reportCallIssue]
 
 
-def test_engine_options_are_one_typed_dict(embedder) -> None:
+def test_engine_options_are_one_typed_dict(embedder: Embedder) -> None:
     assert set(EngineOptions.__optional_keys__) == {
         "url",
         "location",

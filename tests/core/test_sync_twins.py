@@ -8,6 +8,7 @@ import json
 
 import pytest
 from episodex import (
+    Embedder,
     EpisodeStore,
     EpisodicMemory,
     ImportReport,
@@ -72,7 +73,7 @@ def test_every_coroutine_method_has_a_sync_twin_with_its_signature(
         assert synchronous[name] == asynchronous[name], f"{sync_cls.__name__}.{name} drifted"
 
 
-def test_derived_methods_carry_name_docstring_and_signature(embedder) -> None:
+def test_derived_methods_carry_name_docstring_and_signature(embedder: Embedder) -> None:
     with SyncEpisodicMemory(location=":memory:", embedder=embedder) as mem:
         for method in (mem.recall, mem.memory.recall, mem.import_, mem.memory.import_):
             assert method.__name__ in ("recall", "import_")
@@ -100,7 +101,7 @@ def _lines(n: int) -> str:
 
 
 @pytest.mark.slow
-async def test_import_reports_progress_through_the_memory(embedder) -> None:
+async def test_import_reports_progress_through_the_memory(embedder: Embedder) -> None:
     # The async memory once lost `on_progress`; both flavours now take it from the store.
     seen: list[int] = []
     async with EpisodicMemory(location=":memory:", embedder=embedder) as mem:
@@ -114,7 +115,7 @@ async def test_import_reports_progress_through_the_memory(embedder) -> None:
     assert seen == [3]
 
 
-def test_a_twin_has_no_catch_all_attribute(embedder) -> None:
+def test_a_twin_has_no_catch_all_attribute(embedder: Embedder) -> None:
     # Without `__getattr__`, a typo fails here and in pyright, instead of returning Any.
     assert "__getattr__" not in vars(SyncEpisodicMemory)
     with SyncEpisodicMemory(location=":memory:", embedder=embedder) as mem:
@@ -139,7 +140,7 @@ async def test_run_sync_runs_a_coroutine_inside_a_running_loop() -> None:
     assert run_sync(_coroutine()) == 42
 
 
-def test_a_twin_forwards_every_public_attribute(embedder) -> None:
+def test_a_twin_forwards_every_public_attribute(embedder: Embedder) -> None:
     with SyncEpisodicMemory(location=":memory:", embedder=embedder) as mem:
         for name in (n for n in vars(mem.memory) if not n.startswith("_")):
             assert getattr(mem, name) is getattr(mem.memory, name), name

@@ -33,7 +33,7 @@ from episodex.testing import HashEmbedder
 
 from ._support import BACKENDS, open_memory, parse_export, snapshot, total_points
 
-GOOD = {
+GOOD: dict[str, Any] = {
     "short_summary": "refund for order 1234",
     "long_summary": "the user asked for a refund; done",
     "user_id": "u1",
@@ -183,7 +183,7 @@ async def test_memorize_many_rejects_the_whole_call_naming_the_bad_episode(
 
 async def test_reads_reject_bad_arguments(seeded: EpisodicMemory) -> None:
     mem = seeded
-    t = {"user_id": "u1", "agent_id": "a1"}
+    t: dict[str, Any] = {"user_id": "u1", "agent_id": "a1"}
     cases: list[tuple[Callable[[], Awaitable[Any]], str]] = [
         (lambda: mem.recall(**t, query=""), "query must be a non-empty string"),
         (lambda: mem.recall(**t, query="   "), "query"),
@@ -253,7 +253,7 @@ async def test_unknown_ids_are_not_found_and_change_nothing(seeded: EpisodicMemo
 
 async def test_files_that_cannot_be_read_or_written(seeded: EpisodicMemory, tmp_path: Path) -> None:
     mem = seeded
-    t = {"user_id": "u1", "agent_id": "a1"}
+    t: dict[str, Any] = {"user_id": "u1", "agent_id": "a1"}
     await _rejected(
         mem,
         lambda: mem.import_(tmp_path / "missing.jsonl"),

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from pathlib import Path
 from typing import Any
 
 import pytest
 from episodex import (
+    Embedder,
     EnvState,
     Episode,
     EpisodicMemory,
@@ -169,7 +171,7 @@ def test_control_characters_do_not_forge_structure() -> None:
 
 
 async def test_hostile_text_stored_and_recalled_stays_inside_its_element(
-    tmp_path, embedder
+    tmp_path: Path, embedder: Embedder
 ) -> None:
     """Through the real store: memorize hostile summaries, recall them, render the block."""
     mem = EpisodicMemory(tmp_path / "store", embedder=embedder)

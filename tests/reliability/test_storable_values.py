@@ -124,7 +124,7 @@ def test_strict_import_is_all_or_nothing_across_batches(
 
 def test_the_embedded_store_still_opens_after_refused_deep_metadata(tmp_path: Path) -> None:
     mem = SyncEpisodicMemory(path=tmp_path / "store", embedder=HashEmbedder())
-    deepest = {**BASE, "metadata": _nest(32)}
+    deepest: dict[str, Any] = {**BASE, "metadata": _nest(32)}
     mem.memorize(**deepest)
     for levels in (33, 122, 3000):
         with pytest.raises(ValidationError, match="nested deeper than 32"):
@@ -189,7 +189,12 @@ def test_every_accepted_metadata_survives_reopen_and_export_unchanged(
     tmp_path_factory: pytest.TempPathFactory, metadata: dict[str, Any]
 ) -> None:
     folder = tmp_path_factory.mktemp("roundtrip")
-    episode = {**BASE, "metadata": metadata, "start_index": 2**63 - 2, "end_index": 2**63 - 1}
+    episode: dict[str, Any] = {
+        **BASE,
+        "metadata": metadata,
+        "start_index": 2**63 - 2,
+        "end_index": 2**63 - 1,
+    }
     mem = SyncEpisodicMemory(path=folder, embedder=HashEmbedder())
     try:
         try:
