@@ -440,7 +440,8 @@ class EpisodeStoreConformance:
         assert sorted(report.imported) == sorted(loaded) and report.skipped == []
         for pid, item in before.items():
             again = await memory.get(pid, user_id=U, agent_id=A)
-            item.pop("created_at"), again.pop("created_at")
+            item.pop("created_at")
+            again.pop("created_at")
             assert again == item
 
     async def test_import_strict_imports_nothing_on_a_bad_line(

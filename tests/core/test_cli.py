@@ -177,7 +177,7 @@ def test_add_from_json_on_stdin(
     ],
 )
 def test_errors_have_exit_codes_and_messages(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path, args, code, message
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, args: list[str], code: int, message: str
 ) -> None:
     got, _out, err = run(capsys, "--path", str(tmp_path / "s"), *args)
     assert got == code and message in err and err.startswith("episodex: ")

@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from episodex import Embedder, EngineError, EpisodicMemory, NotFoundError, ValidationError
 
 
-def _ep(user: str, point_id: str, text: str) -> dict:
+def _ep(user: str, point_id: str, text: str) -> dict[str, Any]:
     return {
         "short_summary": text,
         "long_summary": text,

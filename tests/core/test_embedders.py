@@ -99,7 +99,7 @@ class _EmbeddingsHandler(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(b'{"error": "bad key"}')
             return
-        vectors = type(self).model.embed_documents(body["input"])
+        vectors = type(self).model.embed_documents(body["input"])  # pyright: ignore[reportAttributeAccessIssue]
         data = [{"index": i, "embedding": v.tolist()} for i, v in enumerate(vectors)]
         payload = json.dumps({"data": list(reversed(data)), "model": body["model"]}).encode()
         self.send_response(200)
@@ -107,13 +107,13 @@ class _EmbeddingsHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(payload)
 
-    def log_message(self, *args: object) -> None:
+    def log_message(self, *args: object) -> None:  # pyright: ignore[reportIncompatibleMethodOverride]
         pass
 
 
 @pytest.fixture
 def api_server(embedder: Embedder):
-    _EmbeddingsHandler.model = embedder
+    _EmbeddingsHandler.model = embedder  # pyright: ignore[reportAttributeAccessIssue]
     server = ThreadingHTTPServer(("127.0.0.1", 0), _EmbeddingsHandler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -125,7 +125,8 @@ def api_server(embedder: Embedder):
 @pytest.mark.enable_socket
 @pytest.mark.allow_hosts(["127.0.0.1"])
 def test_openai_compatible_embedder_against_a_loopback_server(
-    api_server, embedder: Embedder
+    api_server,  # pyright: ignore[reportMissingParameterType, reportUnknownParameterType]
+    embedder: Embedder,  # pyright: ignore[reportUnknownParameterType]
 ) -> None:
     emb = OpenAICompatibleEmbedder(
         base_url=api_server, model="m", dimension=384, api_key="sk-test", batch_size=2

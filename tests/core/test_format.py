@@ -2,12 +2,13 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from episodex import ValidationError, format_recall, token_counter
 
 
-def item(i: int, score: float, conv: str = "c1", long: str = "details " * 20) -> dict:
+def item(i: int, score: float, conv: str = "c1", long: str = "details " * 20) -> dict[str, Any]:
     return {
         "point_id": f"id-{i}",
         "score": score,
@@ -30,7 +31,7 @@ def test_block_is_well_formed_xml_with_both_sections() -> None:
     root = ET.fromstring(block)
     assert root.tag == "recalled_episodes"
     assert [c.tag for c in root] == ["same_conversation", "previous_conversations"]
-    assert root.find("same_conversation/episode").get("score") == "0.3000"
+    assert root.find("same_conversation/episode").get("score") == "0.3000"  # pyright: ignore[reportOptionalMemberAccess]
 
 
 @pytest.mark.parametrize(
@@ -53,9 +54,9 @@ def test_stored_text_cannot_close_or_forge_the_block(evil: str) -> None:
     root = ET.fromstring(block)  # still one well-formed block
     ep = root.find("previous_conversations/episode")
     assert (
-        ep.find("summary").text == evil
-        and ep.find("details").text == evil
-        and ep.get("conversation") == evil
+        ep.find("summary").text == evil  # pyright: ignore[reportOptionalMemberAccess]
+        and ep.find("details").text == evil  # pyright: ignore[reportOptionalMemberAccess]
+        and ep.get("conversation") == evil  # pyright: ignore[reportOptionalMemberAccess]
     )
     assert block.count("</recalled_episodes>") == 1
 
@@ -75,7 +76,7 @@ def test_budget_drops_lowest_ranked_whole_then_trims() -> None:
     trimmed = format_recall(res, max_tokens=one_len - 10)
     root = ET.fromstring(trimmed)
     assert [e.get("id") for e in root.iter("episode")] == ["id-1"]
-    assert root.find(".//details").text.endswith("...") and count(trimmed) <= one_len - 10
+    assert root.find(".//details").text.endswith("...") and count(trimmed) <= one_len - 10  # pyright: ignore[reportOptionalMemberAccess]
     assert format_recall(res, max_tokens=5) == ""
 
 

@@ -105,7 +105,7 @@ async def test_check_over_env_post() -> None:
     "kwargs",
     [
         {},
-        {"expected_actions": ["a()"], "check": lambda e: True},
+        {"expected_actions": ["a()"], "check": lambda e: True},  # pyright: ignore[reportUnknownLambdaType]
         {"expected_actions": []},
         {"expected_actions": "click('1')"},
         {"expected_actions": ["ok()", ""]},

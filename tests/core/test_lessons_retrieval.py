@@ -488,7 +488,7 @@ def test_sync_twin(engine: Engine, embedder: Embedder, sid: str) -> None:
             action="click('12')",
             action_element_text="Priority",
         )
-        assert lessons.end_episode().task_success is False
+        assert lessons.end_episode().task_success is False  # pyright: ignore[reportOptionalMemberAccess]
         assert lessons.lessons_enabled is True
         lessons.init_episode(sid, user_id="u", agent_id="a")
         assert "1. REPEAT: [/ " in lessons.lessons_block({"elements": TICKET}, "x")

@@ -4,6 +4,7 @@ import asyncio
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -34,7 +35,7 @@ class CountingEmbedder(HashEmbedder):
         return super().embed_documents(texts)
 
 
-def _ep(i: int, user: str = "u") -> dict:
+def _ep(i: int, user: str = "u") -> dict[str, Any]:
     return {
         "short_summary": f"short {i}",
         "long_summary": f"long {i}",

@@ -102,10 +102,10 @@ async def test_every_recall_option_reaches_the_store(memory: EpisodicMemory) -> 
     )
     for name in ("short_weight", "long_weight", "bm25_weight"):
         with pytest.raises(ValidationError, match=name):
-            await memory.recall(**kw, **{name: -1.0})
+            await memory.recall(**kw, **{name: -1.0})  # pyright: ignore[reportArgumentType]
     for name in ("stage1_limit", "rrf_k"):
         with pytest.raises(ValidationError, match=name):
-            await memory.recall(**kw, **{name: 0})
+            await memory.recall(**kw, **{name: 0})  # pyright: ignore[reportArgumentType]
     block = await memory.recall_block(**kw, short_weight=0.0, long_weight=0.0, rrf_k=1)
     assert block.startswith("<recalled_episodes>")
 

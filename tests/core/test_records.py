@@ -19,7 +19,7 @@ from episodex import (
 )
 
 RECORDS = [ConversationEpisode, EnvState, StepMemory, StepGrade, GradingResult, Task, TaskResult]
-RECORDS.append(Episode)
+RECORDS.append(Episode)  # pyright: ignore[reportArgumentType]
 
 
 def test_every_record_has_one_frozen_base() -> None:

@@ -471,7 +471,7 @@ async def test_qdrant_search_modes_and_plan_filters(tmp_path: Path) -> None:
         assert len(await store.search("the of and", k=2)) == 2
         assert await store.search("the of and", k=2, mode="bm25") == []
         with pytest.raises(ValidationError, match="mode"):
-            await store.search(q, k=1, mode="sparse")
+            await store.search(q, k=1, mode="sparse")  # pyright: ignore[reportArgumentType]
         with pytest.raises(ValidationError, match="both 0"):
             await store.search(q, k=1, dense_weight=0, bm25_weight=0)
         with pytest.raises(ValidationError, match="rrf_k"):

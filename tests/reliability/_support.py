@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterator
+from collections.abc import Generator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -43,7 +43,7 @@ def drop_server_collections(memory: EpisodicMemory) -> None:
 
 
 @contextmanager
-def open_memory(backend: str, tmp_path: Any, **kwargs: Any) -> Iterator[EpisodicMemory]:
+def open_memory(backend: str, tmp_path: Any, **kwargs: Any) -> Generator[EpisodicMemory]:
     """A fresh, empty memory on `backend` (edge, memory or server), closed afterwards."""
     path, options = engine_options(backend, Path(tmp_path))
     mem = EpisodicMemory(path, **options, **kwargs)

@@ -142,7 +142,10 @@ async def test_memorize_many_rejects_the_whole_call_naming_the_bad_episode(
         "episode 2: ",
     )
     await _rejected(
-        mem, lambda: mem.memorize_many([GOOD, 42]), ValidationError, "episode 1: expected a mapping"
+        mem,
+        lambda: mem.memorize_many([GOOD, 42]),  # pyright: ignore[reportArgumentType]
+        ValidationError,
+        "episode 1: expected a mapping",  # pyright: ignore[reportArgumentType]
     )
     await _rejected(
         mem,
@@ -200,7 +203,7 @@ async def test_reads_reject_bad_arguments(seeded: EpisodicMemory) -> None:
         ),
         (lambda: mem.recall(**t, query="q", same_conversation_limit=-5), "same_conversation_limit"),
         (
-            lambda: mem.recall(**t, query="q", previous_conversation_limit=2.5),
+            lambda: mem.recall(**t, query="q", previous_conversation_limit=2.5),  # pyright: ignore[reportArgumentType]
             "previous_conversation_limit",
         ),
         (
@@ -332,7 +335,7 @@ async def test_export_import_round_trip_survives_unicode_line_separators(tmp_pat
         open_memory("memory", tmp_path, embedder=HashEmbedder()) as dst,
     ):
         for text in texts:
-            await src.memorize(**{**GOOD, "short_summary": text, "long_summary": text})
+            await src.memorize(**{**GOOD, "short_summary": text, "long_summary": text})  # pyright: ignore[reportArgumentType]
         buf = io.StringIO()
         assert await src.export(buf, user_id="u1", agent_id="a1") == len(texts)
         buf.seek(0)
@@ -353,7 +356,7 @@ async def test_a_one_megabyte_summary_is_embedded_truncated_and_stored_whole(
     text = head + "filler words go on and on. " * ((1 << 20) // 27)
     assert len(text) >= 1 << 20
     start = time.perf_counter()
-    pid = await memory.memorize(**{**GOOD, "long_summary": text})
+    pid = await memory.memorize(**{**GOOD, "long_summary": text})  # pyright: ignore[reportArgumentType]
     elapsed = time.perf_counter() - start
     assert elapsed < 30, (
         f"memorizing 1 MB took {elapsed:.1f}s: the text was not cut before embedding"

@@ -303,7 +303,7 @@ def _lesson(i: int, text: str, outcome: str) -> StepMemory:
         internal_state=text,
         action=f"click('{text}')",
         action_element_text=text,
-        outcome=outcome,
+        outcome=outcome,  # pyright: ignore[reportArgumentType]
         outcome_reason=text,
         correction=text,
         task_incomplete=text,

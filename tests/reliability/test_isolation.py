@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import io
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Generator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -78,7 +78,9 @@ class Episode:
 
 
 @contextmanager
-def shared_memory(backend: str, folder: Path, embedder: Any) -> Iterator[SyncEpisodicMemory | None]:
+def shared_memory(
+    backend: str, folder: Path, embedder: Any
+) -> Generator[SyncEpisodicMemory | None]:
     """One store per test, emptied after each example (creating one on disk takes a second).
 
     qdrant-client's local mode is cheap to create but slows down as deleted points pile up,

@@ -39,11 +39,11 @@ def _step(scope: tuple[str, str, str], n: int, outcome: str) -> StepMemory:
         run_id=f"run-{n}",
         rep=1,
         step_num=n + 1,
-        env_pre=PAGE,
+        env_pre=PAGE,  # pyright: ignore[reportArgumentType]
         internal_state="set ticket 7 to high priority",
         action="click('12')",
         action_element_text="Priority",
-        outcome=outcome,
+        outcome=outcome,  # pyright: ignore[reportArgumentType]
         outcome_reason="it worked",
     )
 

@@ -128,7 +128,7 @@ def test_the_embedded_store_still_opens_after_refused_deep_metadata(tmp_path: Pa
     mem.memorize(**deepest)
     for levels in (33, 122, 3000):
         with pytest.raises(ValidationError, match="nested deeper than 32"):
-            mem.memorize(**{**BASE, "metadata": _nest(levels)})
+            mem.memorize(**{**BASE, "metadata": _nest(levels)})  # pyright: ignore[reportArgumentType]
     mem.close()
     mem = SyncEpisodicMemory(path=tmp_path / "store", embedder=HashEmbedder())
     try:

@@ -29,7 +29,7 @@ class RecordingChatModel(FakeMessagesListChatModel):
         self.received.append(list(messages))
         return super()._generate(messages, stop, run_manager, **kwargs)
 
-    def bind_tools(
+    def bind_tools(  # pyright: ignore[reportIncompatibleMethodOverride]
         self,
         tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
         *,

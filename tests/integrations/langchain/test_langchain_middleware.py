@@ -61,7 +61,8 @@ def test_sync_run_is_recorded_and_recalled_next_time(memory: Episodes) -> None:
         context_schema=EpisodicContext,
     )
     out = agent.invoke(
-        _ask("Where is my order 1234?"), context={"user_id": user, "conversation_id": "c1"}
+        _ask("Where is my order 1234?"),  # pyright: ignore[reportArgumentType]
+        context={"user_id": user, "conversation_id": "c1"},  # pyright: ignore[reportArgumentType]
     )
     assert out["messages"][-1].text == "Your order 1234 shipped on Monday."
     assert out["recalled_episodes"] == ""
@@ -88,7 +89,7 @@ def test_sync_run_is_recorded_and_recalled_next_time(memory: Episodes) -> None:
     question = "Has order 1234 shipped yet?"
     expected = _recall(memory, user, "c2", question)
     assert "Where is my order 1234?" in expected
-    out = agent.invoke(_ask(question), context={"user_id": user, "conversation_id": "c2"})
+    out = agent.invoke(_ask(question), context={"user_id": user, "conversation_id": "c2"})  # pyright: ignore[reportArgumentType]
     # Both model calls of the run (before and after the tool) get the block, verbatim.
     assert [_system(m) for m in second_model.received] == [f"{SYSTEM}\n\n{expected}"] * 2
     assert out["recalled_episodes"] == expected
@@ -101,14 +102,15 @@ async def test_async_run_is_recorded_and_recalled_next_time(memory: Episodes) ->
     middleware = EpisodicMemoryMiddleware(memory, agent_id="support", user_id=user)
     agent = create_agent(_script(), tools=[lookup_order], middleware=[middleware])
     await agent.ainvoke(
-        _ask("Where is my order 1234?"), config={"configurable": {"thread_id": "t1"}}
+        _ask("Where is my order 1234?"),  # pyright: ignore[reportArgumentType]
+        config={"configurable": {"thread_id": "t1"}},  # pyright: ignore[reportArgumentType]
     )
     assert await memory.count(user_id=user, agent_id="support", conversation_id="t1") == 1
 
     model = _script()
     agent = create_agent(model, tools=[lookup_order], middleware=[middleware])
     expected = _recall(memory, user, "t2", "order 1234 status")
-    await agent.ainvoke(_ask("order 1234 status"), config={"configurable": {"thread_id": "t2"}})
+    await agent.ainvoke(_ask("order 1234 status"), config={"configurable": {"thread_id": "t2"}})  # pyright: ignore[reportArgumentType]
     # No system prompt: the block becomes the system message.
     assert [_system(m) for m in model.received] == [expected, expected]
 
@@ -119,10 +121,10 @@ def test_two_users_never_see_each_other(memory: Episodes) -> None:
     agent = create_agent(
         _script(), tools=[lookup_order], system_prompt=SYSTEM, middleware=[middleware]
     )
-    agent.invoke(_ask("Where is my order 1234?"), context={"user_id": alice})
+    agent.invoke(_ask("Where is my order 1234?"), context={"user_id": alice})  # pyright: ignore[reportArgumentType]
     model = _script()
     agent = create_agent(model, tools=[lookup_order], system_prompt=SYSTEM, middleware=[middleware])
-    out = agent.invoke(_ask("Where is my order 1234?"), context={"user_id": bob})
+    out = agent.invoke(_ask("Where is my order 1234?"), context={"user_id": bob})  # pyright: ignore[reportArgumentType]
     assert out["recalled_episodes"] == ""
     assert [_system(m) for m in model.received] == [SYSTEM, SYSTEM]
 
@@ -144,9 +146,11 @@ def test_checkpointed_thread_records_each_run(memory: Episodes) -> None:
     )
     config: Any = {"configurable": {"thread_id": "x"}}
     context = AppContext(user_id=user, tenant="acme")
-    agent.invoke(_ask("I always want an aisle seat"), config=config, context=context)
+    agent.invoke(_ask("I always want an aisle seat"), config=config, context=context)  # pyright: ignore[reportArgumentType]
     out = agent.invoke(
-        _ask("Book my flight to Oslo with my usual seat"), config=config, context=context
+        _ask("Book my flight to Oslo with my usual seat"),  # pyright: ignore[reportArgumentType]
+        config=config,
+        context=context,  # pyright: ignore[reportArgumentType]
     )
     # The second run's episode covers only its own messages.
     recent = middleware_memory_recent(memory, user)
@@ -173,7 +177,7 @@ async def test_reflection_model_writes_the_summaries(memory: Episodes) -> None:
         memory, agent_id="support", user_id=user, reflection_model=reflector
     )
     agent = create_agent(_script(), tools=[lookup_order], middleware=[middleware])
-    await agent.ainvoke(_ask("Where is my order 1234?"))
+    await agent.ainvoke(_ask("Where is my order 1234?"))  # pyright: ignore[reportArgumentType]
     recent = middleware_memory_recent(memory, user)
     assert recent["short_summary_text"] == "User checked on order 1234."
     assert recent["long_summary_text"] == "The agent looked the order up; it shipped Monday."
@@ -209,10 +213,10 @@ async def test_lessons_mode_injects_the_lessons_block(memory: Episodes) -> None:
     }
     model = RecordingChatModel(responses=[AIMessage("Done.")], received=[])
     agent = create_agent(model, system_prompt=SYSTEM, middleware=[episodes, steps])
-    await agent.ainvoke(_ask("raise the priority"))
+    await agent.ainvoke(_ask("raise the priority"))  # pyright: ignore[reportArgumentType]
     assert _system(model.received[0]) == f"{SYSTEM}\n\n{expected}"
     sync_model = RecordingChatModel(responses=[AIMessage("Done.")], received=[])
-    create_agent(sync_model, middleware=[steps]).invoke(_ask("raise the priority"))
+    create_agent(sync_model, middleware=[steps]).invoke(_ask("raise the priority"))  # pyright: ignore[reportArgumentType]
     assert _system(sync_model.received[0]) == expected
 
 
@@ -236,7 +240,7 @@ def test_two_episode_middlewares_coexist(memory: Episodes) -> None:
             shared, agent_id="support", user_id="team", state_key="team_episodes", record=False
         )
         model = RecordingChatModel(responses=[AIMessage("You need a receipt.")], received=[])
-        out = create_agent(model, middleware=[personal, team]).invoke(_ask("Can I get a refund?"))
+        out = create_agent(model, middleware=[personal, team]).invoke(_ask("Can I get a refund?"))  # pyright: ignore[reportArgumentType]
         assert "Team policy: refunds need a receipt" in out["team_episodes"]
         assert out["team_episodes"] in _system(model.received[0])
         assert shared.store.count(user_id="team", agent_id="support") == 1  # record=False
@@ -261,7 +265,7 @@ def test_bad_configuration_raises_typed_errors(memory: Episodes) -> None:
         _script(), tools=[lookup_order], middleware=[EpisodicMemoryMiddleware(memory)]
     )
     with pytest.raises(ConfigurationError, match="no user_id"):
-        agent.invoke(_ask("hello"))
+        agent.invoke(_ask("hello"))  # pyright: ignore[reportArgumentType]
 
 
 def middleware_memory_recent(memory: Episodes, user: str) -> dict[str, Any]:

@@ -51,7 +51,7 @@ def test_record_failure_returns_the_answer_and_the_episode_is_written_later(
     with monkeypatch.context() as patch:
         patch.setattr(memory.store, "memorize_many", _fail)
         with caplog.at_level(logging.WARNING):
-            out = agent.invoke(_ask("Where is my refund?"), context={"user_id": user})
+            out = agent.invoke(_ask("Where is my refund?"), context={"user_id": user})  # pyright: ignore[reportArgumentType]
     assert out["messages"][-1].text == "Your refund was issued on Monday."
     assert "kept for retry" in caplog.text
     stats = middleware.stats()
@@ -83,9 +83,9 @@ async def test_async_record_failure_is_retried_before_the_next_episode(
     )
     with monkeypatch.context() as patch:
         patch.setattr(memory.store, "memorize_many", _fail)
-        out = await agent.ainvoke(_ask("first question"), context={"user_id": user})
+        out = await agent.ainvoke(_ask("first question"), context={"user_id": user})  # pyright: ignore[reportArgumentType]
     assert out["messages"][-1].text == "First answer."
-    out = await agent.ainvoke(_ask("second question"), context={"user_id": user})
+    out = await agent.ainvoke(_ask("second question"), context={"user_id": user})  # pyright: ignore[reportArgumentType]
     assert out["messages"][-1].text == "Second answer."
     texts = sorted(
         r["short_summary_text"]
@@ -108,7 +108,7 @@ def test_recall_failure_runs_the_agent_without_memory(
     with monkeypatch.context() as patch:
         patch.setattr(memory.store, "recall", _fail)
         with caplog.at_level(logging.WARNING):
-            out = agent.invoke(_ask("What did we agree on?"), context={"user_id": user})
+            out = agent.invoke(_ask("What did we agree on?"), context={"user_id": user})  # pyright: ignore[reportArgumentType]
     assert out["messages"][-1].text == "Here is the answer."
     assert out["recalled_episodes"] == ""
     assert isinstance(model.received[0][0], SystemMessage)
@@ -130,7 +130,7 @@ def test_deferred_recording_returns_first_and_flush_drains(memory: EpisodicMemor
         context_schema=EpisodicContext,
     )
     for question in ("q1", "q2", "q3"):
-        agent.invoke(_ask(question), context={"user_id": user, "conversation_id": "c"})
+        agent.invoke(_ask(question), context={"user_id": user, "conversation_id": "c"})  # pyright: ignore[reportArgumentType]
     assert middleware.flush() == 0
     texts = sorted(
         r["short_summary_text"]
@@ -154,15 +154,17 @@ def test_same_thread_history_is_not_recalled_but_other_threads_are(
     )
     thread_a: Any = {"configurable": {"thread_id": f"a-{user}"}}
     context = {"user_id": user}
-    agent.invoke(_ask("I prefer email for receipts"), config=thread_a, context=context)
-    out = agent.invoke(_ask("Send my receipt, email please"), config=thread_a, context=context)
+    agent.invoke(_ask("I prefer email for receipts"), config=thread_a, context=context)  # pyright: ignore[reportArgumentType]
+    out = agent.invoke(_ask("Send my receipt, email please"), config=thread_a, context=context)  # pyright: ignore[reportArgumentType]
     # Turn 1 is in the thread's messages: shown once, as history, not again as memory.
     assert out["recalled_episodes"] == ""
     assert model.prompt_text(1).count("I prefer email for receipts") == 1
     # A new thread of the same user does not have it in its history: it is recalled.
     thread_b: Any = {"configurable": {"thread_id": f"b-{user}"}}
     out = agent.invoke(
-        _ask("Which channel do I prefer for receipts?"), config=thread_b, context=context
+        _ask("Which channel do I prefer for receipts?"),  # pyright: ignore[reportArgumentType]
+        config=thread_b,
+        context=context,  # pyright: ignore[reportArgumentType]
     )
     assert "I prefer email for receipts" in out["recalled_episodes"]
     assert "I prefer email for receipts" in model.prompt_text(2)
@@ -178,7 +180,7 @@ def test_same_conversation_without_checkpointer_is_still_recalled(memory: Episod
         model, system_prompt=SYSTEM, middleware=[middleware], context_schema=EpisodicContext
     )
     context = {"user_id": user, "conversation_id": "trip"}
-    agent.invoke(_ask("I want an aisle seat"), context=context)
-    out = agent.invoke(_ask("Book my usual seat"), context=context)
+    agent.invoke(_ask("I want an aisle seat"), context=context)  # pyright: ignore[reportArgumentType]
+    out = agent.invoke(_ask("Book my usual seat"), context=context)  # pyright: ignore[reportArgumentType]
     assert "I want an aisle seat" in out["recalled_episodes"]
     assert "I want an aisle seat" in model.prompt_text(1)

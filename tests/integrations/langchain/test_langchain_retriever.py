@@ -116,7 +116,7 @@ def test_sync_memory_is_accepted(filled: tuple[EpisodicMemory, str, str]) -> Non
     memory, alice, _ = filled
     sync = SyncEpisodicMemory(memory=memory)
     try:
-        retriever = EpisodicRetriever(memory=sync, user_id=alice, agent_id=AGENT, k=1)
+        retriever = EpisodicRetriever(memory=sync, user_id=alice, agent_id=AGENT, k=1)  # pyright: ignore[reportArgumentType]
         assert retriever.memory is memory
         assert len(retriever.invoke("refund")) == 1
     finally:
@@ -132,7 +132,7 @@ def test_bad_arguments_raise_typed_errors(filled: tuple[EpisodicMemory, str, str
     with pytest.raises(ConfigurationError, match="k"):
         EpisodicRetriever(memory=memory, user_id=alice, agent_id=AGENT, k=0)
     with pytest.raises(ConfigurationError, match="memory"):
-        EpisodicRetriever(memory="./memory", user_id=alice, agent_id=AGENT)
+        EpisodicRetriever(memory="./memory", user_id=alice, agent_id=AGENT)  # pyright: ignore[reportArgumentType]
     with pytest.raises(ConfigurationError, match="no user_id"):
         EpisodicRetriever(memory=memory, agent_id=AGENT).invoke("refund")
     with pytest.raises(ConfigurationError, match="unknown recall option"):

@@ -122,7 +122,7 @@ async def test_jsonl_store_works_too(tmp_path: Any) -> None:
 
 def test_bad_arguments_raise_typed_errors(store: QdrantTaskStore) -> None:
     with pytest.raises(ConfigurationError, match="store"):
-        TaskEpisodeRetriever(store="./tasks")
+        TaskEpisodeRetriever(store="./tasks")  # pyright: ignore[reportArgumentType]
     with pytest.raises(ConfigurationError, match="unknown search option"):
         TaskEpisodeRetriever(store=store, search_options={"limit": 1})
     with pytest.raises(ConfigurationError, match="unknown episode field"):

@@ -23,7 +23,7 @@ class RecordingLLM(MockFunctionCallingLLM):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.response_generator = lambda messages, **_: ChatMessage(
+        self.response_generator = lambda messages, **_: ChatMessage(  # pyright: ignore[reportUnknownLambdaType]
             role="assistant", content=self.reply
         )
 

@@ -80,7 +80,7 @@ async def test_the_second_attempt_receives_repeat_and_avoid_lessons(
         async_engine=chat_engine,
     )
     llm = make_llm()
-    await FunctionAgent(llm=llm, tools=[]).run(TASK, memory=chat)
+    await FunctionAgent(llm=llm, tools=[]).run(TASK, memory=chat)  # pyright: ignore[reportDeprecated]
 
     sent = llm.last_input()
     assert "<memory>" in sent and "<lessons>" in sent

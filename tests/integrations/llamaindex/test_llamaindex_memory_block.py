@@ -11,7 +11,7 @@ from episodex import ConfigurationError, EpisodicMemory, ValidationError, token_
 from llama_index.core.agent.workflow import FunctionAgent
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
 from llama_index.core.memory import InsertMethod, Memory
-from llama_index.core.storage.chat_store.sql import MessageStatus
+from llama_index.core.storage.chat_store.sql import MessageStatus  # pyright: ignore[reportPrivateImportUsage]
 from llama_index.core.tools import FunctionTool
 from llama_index.memory.episodex import (
     SUMMARY_PROMPT,
@@ -99,7 +99,7 @@ async def test_function_agent_receives_the_episodes_block(
     llm = make_llm()
     agent = FunctionAgent(llm=llm, tools=[], system_prompt="You are a support agent.")
 
-    response = await agent.run(
+    response = await agent.run(  # pyright: ignore[reportDeprecated]
         QUESTION, memory=chat_memory(block, "today", chat_engine, insert_method=insert_method)
     )
 
@@ -139,11 +139,11 @@ async def test_flushed_messages_are_recorded_then_recalled_in_a_later_session(
     monday = small_chat_memory(block, "monday", chat_engine)
 
     llm.reply = "I have issued a refund of 59 EUR for order 1234."
-    await agent.run("My order 1234 arrived broken, I want my money back.", memory=monday)
+    await agent.run("My order 1234 arrived broken, I want my money back.", memory=monday)  # pyright: ignore[reportDeprecated]
     # Recorded as soon as the exchange is complete, whatever the short-term buffer holds.
     assert await memory.count(user_id=user, agent_id=AGENT) == 1
     llm.reply = "Noted, I will ship to 12 Elm Street from now on."
-    await agent.run("Please update my shipping address to 12 Elm Street.", memory=monday)
+    await agent.run("Please update my shipping address to 12 Elm Street.", memory=monday)  # pyright: ignore[reportDeprecated]
 
     archived = await monday.aget_all(status=MessageStatus.ARCHIVED)
     assert [m.role for m in archived[:2]] == [MessageRole.USER, MessageRole.ASSISTANT]
@@ -162,13 +162,13 @@ async def test_flushed_messages_are_recorded_then_recalled_in_a_later_session(
 
     # Later in the same session the episode is labelled as this conversation's.
     llm.reply = "Noted."
-    await agent.run("How much was the refund again?", memory=monday)
+    await agent.run("How much was the refund again?", memory=monday)  # pyright: ignore[reportDeprecated]
     same = llm.last_input()
     assert '<same_conversation title="Earlier in this conversation">' in same
     assert "refund of 59 EUR" in same
 
     # A new session recalls it as a previous conversation.
-    await agent.run(
+    await agent.run(  # pyright: ignore[reportDeprecated]
         "How much was my refund for order 1234?", memory=chat_memory(block, "tuesday", chat_engine)
     )
     later = llm.last_input()
@@ -203,8 +203,8 @@ async def test_tools_called_in_flushed_turns_are_recorded(
     agent = FunctionAgent(llm=llm, tools=[FunctionTool.from_defaults(lookup_order)])
     block = EpisodicMemoryBlock(memory=memory, user_id=user, agent_id=AGENT)
     chat = small_chat_memory(block, "orders", chat_engine)
-    await agent.run("Where is my order 1234?", memory=chat)
-    await agent.run("And when will the next one arrive?", memory=chat)
+    await agent.run("Where is my order 1234?", memory=chat)  # pyright: ignore[reportDeprecated]
+    await agent.run("And when will the next one arrive?", memory=chat)  # pyright: ignore[reportDeprecated]
 
     episodes = await memory.read_recent(5, user_id=user, agent_id=AGENT, conversation_id="orders")
     # One episode per exchange, each whole: the question, the tool call, its result, the answer.
@@ -282,15 +282,15 @@ async def test_two_users_are_isolated(
     llm = make_llm()
     agent = FunctionAgent(llm=llm, tools=[])
 
-    await agent.run("What is my locker code?", memory=chat_memory(bob, "bob-2", chat_engine))
+    await agent.run("What is my locker code?", memory=chat_memory(bob, "bob-2", chat_engine))  # pyright: ignore[reportDeprecated]
     seen_by_bob = llm.last_input()
     assert "<recalled_episodes>" in seen_by_bob and "chess" in seen_by_bob
     assert "4417" not in seen_by_bob
 
-    await agent.run("What is my locker code?", memory=chat_memory(alice, "alice-2", chat_engine))
+    await agent.run("What is my locker code?", memory=chat_memory(alice, "alice-2", chat_engine))  # pyright: ignore[reportDeprecated]
     assert "4417" in llm.last_input() and "chess" not in llm.last_input()
 
-    await agent.run(
+    await agent.run(  # pyright: ignore[reportDeprecated]
         "What is my locker code?", memory=chat_memory(other_agent, "alice-3", chat_engine)
     )
     assert "<memory>" not in llm.last_input()  # same user, another agent: nothing

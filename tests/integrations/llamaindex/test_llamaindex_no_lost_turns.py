@@ -72,9 +72,9 @@ async def test_default_memory_records_every_exchange(
     llm = make_llm()
     agent = FunctionAgent(llm=llm, tools=[])
     llm.reply = "Refund of 59 EUR issued for order 1234."
-    await agent.run("My blender from order 1234 arrived broken.", memory=chat)
+    await agent.run("My blender from order 1234 arrived broken.", memory=chat)  # pyright: ignore[reportDeprecated]
     llm.reply = "Address updated to 12 Elm Street."
-    await agent.run("Ship future orders to 12 Elm Street.", memory=chat)
+    await agent.run("Ship future orders to 12 Elm Street.", memory=chat)  # pyright: ignore[reportDeprecated]
     # Each exchange is stored once it is complete, with no flush and no forced token limit.
     episodes = await _episodes(memory, user, "s1")
     assert [(e["start_index"], e["end_index"]) for e in episodes] == [(0, 1), (2, 3)]
@@ -91,7 +91,7 @@ async def test_default_memory_records_every_exchange(
     assert len(await _episodes(memory, user, "s1")) == 2
     # Nothing recorded is shown twice: the exchanges are in short-term memory, not recalled.
     llm.reply = "Yes."
-    await agent.run("Is my refund for the blender done?", memory=chat)
+    await agent.run("Is my refund for the blender done?", memory=chat)  # pyright: ignore[reportDeprecated]
     assert "<recalled_episodes>" not in llm.last_input()
     assert llm.last_input().count("Refund of 59 EUR issued") == 1
 
@@ -165,9 +165,9 @@ async def test_store_failures_never_cost_the_answer(
         patch.setattr(memory.store, "recall", down)
         patch.setattr(memory.store, "memorize_many", down)
         llm.reply = "First answer."
-        assert str(await agent.run("first question", memory=chat)) == "First answer."
+        assert str(await agent.run("first question", memory=chat)) == "First answer."  # pyright: ignore[reportDeprecated]
         llm.reply = "Second answer."
-        assert str(await agent.run("second question", memory=chat)) == "Second answer."
+        assert str(await agent.run("second question", memory=chat)) == "Second answer."  # pyright: ignore[reportDeprecated]
         stats = await block.aflush(chat)
         assert stats.pending == 2 and stats.recall_failures >= 2 and stats.recorded == 0
     stats = await block.aflush(chat)  # the store is back
