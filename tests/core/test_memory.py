@@ -11,7 +11,6 @@ from episodex import (
     ConfigurationError,
     EmbedderMismatchError,
     EpisodicMemory,
-    StoreLockedError,
     SyncEpisodicMemory,
     ValidationError,
 )

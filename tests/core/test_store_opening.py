@@ -18,7 +18,6 @@ from episodex import (
     SyncEpisodicMemory,
     open_engine,
 )
-
 from reliability._support import HashEmbedder
 
 REPO = Path(__file__).resolve().parents[2]
@@ -128,10 +127,30 @@ def test_memory_location_works_in_a_venv_with_only_the_core(tmp_path: Path) -> N
     # The core's locked dependencies only (no integrations, no dev tools), then the core
     # itself as a plain (non-editable) install, all offline from uv's cache.
     for command in (
-        [str(uv), "sync", "-q", "--frozen", "--offline", "--package", "episodex", "--no-dev"]
-        + ["--no-install-project", "--python", sys.executable],
-        [str(uv), "pip", "install", "-q", "--offline", "--no-deps"]
-        + ["--python", str(venv / "bin" / "python"), str(REPO / "packages" / "episodex")],
+        [
+            str(uv),
+            "sync",
+            "-q",
+            "--frozen",
+            "--offline",
+            "--package",
+            "episodex",
+            "--no-dev",
+            "--no-install-project",
+            "--python",
+            sys.executable,
+        ],
+        [
+            str(uv),
+            "pip",
+            "install",
+            "-q",
+            "--offline",
+            "--no-deps",
+            "--python",
+            str(venv / "bin" / "python"),
+            str(REPO / "packages" / "episodex"),
+        ],
         [str(uv), "pip", "check", "--python", str(venv / "bin" / "python")],
     ):
         proc = subprocess.run(
@@ -184,8 +203,9 @@ def test_no_argument_is_silently_ignored(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match="disagree"):
         open_engine(url="http://localhost:6333", api_key="a", qdrant_api_key="b")
     # With a server, both spellings of the Qdrant key still work (no connection is made yet).
+    quiet = {"check_compatibility": False}  # no version probe: unit tests have no network
     for options in ({"api_key": "k"}, {"qdrant_api_key": "k"}):
-        engine = open_engine(url="https://localhost:6333", **options)  # type: ignore[arg-type]
+        engine = open_engine(url="https://localhost:6333", client_options=quiet, **options)  # type: ignore[arg-type]
         assert engine.kind == "server"
         engine.close()
 
