@@ -63,6 +63,7 @@ EPISODEX = [
     "QdrantTaskStore",
     "RecallOptions",
     "RecorderStats",
+    "ReindexReport",
     "SpanEpisode",
     "RecencyMemory",
     "ReflectiveMemory",
