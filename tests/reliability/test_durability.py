@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from episodex import EpisodicMemory, JSONLTaskStore, StoreFileError, StoreLockedError
+from episodex import EpisodicMemory, JSONLTaskStore, StoreFileError
 from episodex._tasks.model import Episode, Task, TaskResult
 from episodex.testing import HashEmbedder
 
