@@ -36,8 +36,8 @@ from episodex._episodes.block import format_recall
 from episodex._episodes.memory import EpisodicMemory, SyncEpisodicMemory
 from episodex._episodes.model import ConversationEpisode
 from episodex._episodes.options import RecallOptions
-from episodex._episodes.reindex import ReindexReport
 from episodex._episodes.recorder import EpisodeRecorder, RecorderStats
+from episodex._episodes.reindex import ReindexReport
 from episodex._episodes.spans import SpanEpisode, span_episodes
 from episodex._episodes.store import EpisodeStore
 from episodex._episodes.transfer import ImportReport
@@ -115,8 +115,8 @@ __all__ = [
     "RecallOptions",
     "RecencyMemory",
     "RecorderStats",
-    "ReindexReport",
     "ReflectiveMemory",
+    "ReindexReport",
     "RetrievedLesson",
     "SearchMode",
     "SimilarityMemory",
