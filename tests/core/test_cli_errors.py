@@ -161,7 +161,7 @@ def test_the_core_import_skips_a_non_utf8_line_of_a_binary_stream(tmp_path: Path
     import io
 
     from episodex import ImportFileError, SyncEpisodicMemory
-    from reliability._support import HashEmbedder
+    from episodex.testing import HashEmbedder
 
     data = (_line(1) + "\n").encode() + b"\xff\xfe\n" + (_line(3) + "\n").encode()
     with SyncEpisodicMemory(tmp_path / "s", embedder=HashEmbedder()) as mem:

@@ -20,9 +20,7 @@ from episodex import (
     SyncEpisodicMemory,
 )
 from episodex.cli import main
-from reliability._support import HashEmbedder
-
-TESTS = Path(__file__).resolve().parents[1]
+from episodex.testing import HashEmbedder
 
 
 def old() -> HashEmbedder:
@@ -133,9 +131,8 @@ def test_writes_and_forgets_during_a_reindex_are_carried_over(tmp_path: Path) ->
 _REINDEXER = textwrap.dedent(
     """
     import sys, time
-    sys.path.insert(0, sys.argv[2])
     from episodex import SyncEpisodicMemory
-    from reliability._support import HashEmbedder
+    from episodex.testing import HashEmbedder
 
     def progress(done, total):
         print("progress", done, total, flush=True)
@@ -157,7 +154,7 @@ def test_a_reindex_killed_midway_loses_nothing_and_resumes(tmp_path: Path) -> No
         before = _export(mem)
     killed_at = 0
     with subprocess.Popen(
-        [sys.executable, "-c", _REINDEXER, str(path), str(TESTS)],
+        [sys.executable, "-c", _REINDEXER, str(path)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -18,10 +18,9 @@ from episodex import (
     SyncEpisodicMemory,
     open_engine,
 )
-from reliability._support import HashEmbedder
+from episodex.testing import HashEmbedder
 
 REPO = Path(__file__).resolve().parents[2]
-TESTS = REPO / "tests"
 
 
 def _episode(n: int) -> dict[str, str]:
@@ -58,9 +57,8 @@ async def test_the_same_path_twice_in_one_process_shares_the_store(tmp_path: Pat
 _OTHER_PROCESS = textwrap.dedent(
     """
     import sys
-    sys.path.insert(0, sys.argv[2])
     from episodex import EpisodicMemory, StoreLockedError
-    from reliability._support import HashEmbedder
+    from episodex.testing import HashEmbedder
     try:
         EpisodicMemory(sys.argv[1], embedder=HashEmbedder())
     except StoreLockedError as exc:
@@ -75,7 +73,7 @@ def test_another_process_gets_store_locked_error_naming_the_server_call(tmp_path
     with SyncEpisodicMemory(tmp_path / "store", embedder=HashEmbedder()) as mem:
         mem.memorize_many([_episode(1)])
         proc = subprocess.run(
-            [sys.executable, "-c", _OTHER_PROCESS, str(tmp_path / "store"), str(TESTS)],
+            [sys.executable, "-c", _OTHER_PROCESS, str(tmp_path / "store")],
             capture_output=True,
             text=True,
             timeout=120,
