@@ -249,12 +249,17 @@ class _OpenFolder:
         self.keys: dict[str, Keyer] = {}
         self.lock = threading.RLock()
         self.handles = 1
+        self.pid = os.getpid()
 
     @classmethod
     def acquire(cls, root: Path) -> _OpenFolder:
         key = os.path.realpath(root)
         with cls._registry_lock:
             shared = cls._registry.get(key)
+            if shared is not None and shared.pid != os.getpid():
+                # A forked child must not use its parent's shards: it opens the folder itself
+                # (and meets the lock its parent holds).
+                shared = None
             if shared is not None:
                 try:
                     shared.folder_lock.check()

@@ -47,7 +47,8 @@ COLLECTION = "episodes"
 REINDEX_ADVICE = (
     "open it with the same embedder, or re-embed it with this one: `episodex --path <folder> "
     "reindex` on the command line, or in Python `EpisodicMemory(<path>, embedder=..., "
-    "for_reindex=True)` then `await memory.reindex()`"
+    "for_reindex=True)` then `await memory.reindex()` (or export it and import the file "
+    "into a new store)"
 )
 STREAMS = ("short", "long", "bm25")
 RecallResult = dict[str, list[dict[str, Any]]]
