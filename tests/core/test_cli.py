@@ -179,6 +179,9 @@ def test_add_from_json_on_stdin(
 def test_errors_have_exit_codes_and_messages(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, args: list[str], code: int, message: str
 ) -> None:
+    # On an existing store: read commands on a folder without one exit 3 (test_cli_paths.py).
+    made = ["add", "--user", "u", "--agent", "a", "--conversation", "c", "--short", "s"]
+    assert run(capsys, "--path", str(tmp_path / "s"), *made, "--long", "l")[0] == 0
     got, _out, err = run(capsys, "--path", str(tmp_path / "s"), *args)
     assert got == code and message in err and err.startswith("episodex: ")
 

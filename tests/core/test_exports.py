@@ -70,6 +70,7 @@ EPISODEX = [
     "QdrantTaskStore",
     "RecallOptions",
     "RecorderStats",
+    "ReindexReport",
     "SpanEpisode",
     "RecencyMemory",
     "ReflectiveMemory",

@@ -193,6 +193,7 @@ def test_engine_options_are_one_typed_dict(embedder: Embedder) -> None:
         "url",
         "location",
         "api_key",
+        "qdrant_api_key",
         "prefer_grpc",
         "collection_prefix",
         "timeout",

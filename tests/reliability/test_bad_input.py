@@ -442,7 +442,7 @@ async def test_sharing_an_engine_with_another_embedder_is_refused(tmp_path: Path
     ("kwargs", "match"),
     [
         ({"path": "store", "url": "http://127.0.0.1:1"}, "exactly one of path="),
-        ({}, "exactly one of path="),
+        # No place at all opens the default store now (tests/core/test_store_opening.py).
         ({"location": "disk"}, "location must be ':memory:'"),
         ({"location": ":memory:", "embedder": object()}, "embedder must provide"),
         ({"location": ":memory:", "embedder": "no/such-model"}, "fastembed has no text model"),

@@ -25,7 +25,6 @@ from episodex import (
     EpisodicMemory,
     JSONLTaskStore,
     StoreFileError,
-    StoreLockedError,
     Task,
     TaskResult,
 )
@@ -286,17 +285,18 @@ def test_a_second_process_gets_store_locked_error(tmp_path: Path) -> None:
     assert again.stdout.split() == ["opened", "4"]
 
 
-def test_a_second_memory_in_the_same_process_gets_store_locked_error(tmp_path: Path) -> None:
+def test_a_second_memory_in_the_same_process_shares_the_store(tmp_path: Path) -> None:
     store = tmp_path / "store"
     first = EpisodicMemory(store, embedder=HashEmbedder())
     try:
         _memorize(first, 2, "first")
-        with pytest.raises(StoreLockedError, match="open in another process or another memory"):
-            EpisodicMemory(store, embedder=HashEmbedder())
+        second = EpisodicMemory(store, embedder=HashEmbedder())
+        _memorize(second, 1, "second")
+        second.close()  # closing one handle leaves the other working
         _memorize(first, 1, "still")
-        assert first.store.count(user_id="u", agent_id="a") == 3
+        assert first.store.count(user_id="u", agent_id="a") == 4
     finally:
         first.close()
     reopened = EpisodicMemory(store, embedder=HashEmbedder())
-    assert reopened.store.count(user_id="u", agent_id="a") == 3
+    assert reopened.store.count(user_id="u", agent_id="a") == 4
     reopened.close()

@@ -39,6 +39,7 @@ from episodex._episodes.memory import EpisodicMemory, SyncEpisodicMemory
 from episodex._episodes.model import ConversationEpisode
 from episodex._episodes.options import RecallOptions, validate_recall_options
 from episodex._episodes.recorder import EpisodeRecorder, RecorderStats
+from episodex._episodes.reindex import ReindexReport
 from episodex._episodes.spans import SpanEpisode, message_line, span_episodes
 from episodex._episodes.store import EpisodeStore
 from episodex._episodes.transfer import ImportReport
@@ -126,6 +127,7 @@ __all__ = [
     "RecencyMemory",
     "RecorderStats",
     "ReflectiveMemory",
+    "ReindexReport",
     "RetrievedLesson",
     "SearchMode",
     "SimilarityMemory",

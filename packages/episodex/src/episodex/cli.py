@@ -1,33 +1,49 @@
-"""The `episodex` command line: demo, add, import, recall, export, stats, forget.
+"""The `episodex` command line: demo, add, import, recall, export, stats, forget, reindex.
 
 Exit codes: 0 success, 1 engine or embedding failure, 2 bad usage or invalid input,
-3 not found, 4 store locked by another process.
+3 not found (no store at the path, no such episode), 4 store locked by another process,
+130 interrupted, 141 output closed early (`episodex export | head`), as a pipe writer
+killed by SIGPIPE would.
+
+The global flags (`--path`, `--url`, `--qdrant-api-key`, `--grpc`, `--json`) go before or
+after the command.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import io
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
+from episodex._cli.render import recall_lines, stats_table
 from episodex._common.errors import (
     EpisodexError,
+    ImportFileError,
     NotFoundError,
     StoreLockedError,
     ValidationError,
 )
+from episodex._common.paths import STORE_ENV, default_store_path
 from episodex._common.validation import read_json
 from episodex._episodes.options import RecallOptions
+
+if TYPE_CHECKING:
+    from episodex._episodes.memory import EpisodicMemory
 
 __all__ = ["main"]
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_LOCKED = 0, 1, 2, 3, 4
+EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 130, 141
+
+#: Commands that only read or delete: on a folder without a store they exit 3, creating nothing.
+_NEEDS_STORE = frozenset({"recall", "export", "stats", "forget", "reindex"})
 
 #: `recall` flags: each sets the `RecallOptions` key of the same meaning.
 _RECALL_FLAGS: tuple[tuple[str, str, type[int] | type[float]], ...] = (
@@ -39,6 +55,9 @@ _RECALL_FLAGS: tuple[tuple[str, str, type[int] | type[float]], ...] = (
     ("--stage1-limit", "stage1_limit", int),
     ("--rrf-k", "rrf_k", int),
 )
+
+#: `add` flags that name the episode's owner: with --from-json they fill or must agree.
+_ID_FLAGS = (("user", "user_id"), ("agent", "agent_id"), ("conversation", "conversation_id"))
 
 
 def _json_default(value: object) -> Any:
@@ -53,61 +72,103 @@ def _dump(value: Any) -> str:
     return json.dumps(value, default=_json_default, ensure_ascii=False, indent=2)
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("episodex")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        from episodex import __version__
+
+        return __version__
+
+
+def _global_flags(parser: argparse.ArgumentParser, *, top: bool) -> None:
+    """The flags every command takes; on a command, they only override what was given."""
+
+    def default(value: object) -> object:
+        # On a command's parser, SUPPRESS keeps a flag given before the command from being
+        # reset to its default by the command's parser.
+        return value if top else argparse.SUPPRESS
+
+    parser.add_argument(
+        "--path",
+        default=default(None),
+        help=f"embedded store folder (default: ${STORE_ENV}, else the user's data folder)",
+    )
+    parser.add_argument(
+        "--url",
+        default=default(None),
+        help="Qdrant server or cluster URL, e.g. http://localhost:6333",
+    )
+    parser.add_argument(
+        "--qdrant-api-key",
+        "--api-key",
+        dest="qdrant_api_key",
+        default=default(None),
+        help="the Qdrant server's API key (default: $QDRANT_API_KEY; only with --url)",
+    )
+    parser.add_argument(
+        "--grpc", action="store_true", default=default(False), help="talk gRPC to the server"
+    )
+    parser.add_argument(
+        "--json", action="store_true", default=default(False), help="print machine-readable JSON"
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="episodex",
         description="Episodic memory for LLM agents: store and recall conversation episodes.",
     )
-    where = parser.add_mutually_exclusive_group()
-    where.add_argument("--path", help="embedded store folder (default: $EPISODEX_PATH or ./memory)")
-    where.add_argument("--url", help="Qdrant server or cluster URL, e.g. http://localhost:6333")
-    parser.add_argument(
-        "--api-key", default=os.environ.get("QDRANT_API_KEY"), help="Qdrant API key (server)"
-    )
-    parser.add_argument("--grpc", action="store_true", help="talk gRPC to the server")
-    parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    parser.add_argument("--version", action="version", version=f"episodex {_version()}")
+    _global_flags(parser, top=True)
+    common = argparse.ArgumentParser(add_help=False)
+    _global_flags(common, top=False)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    demo = sub.add_parser("demo", help="memorize a support bot's episodes and recall them")
+    def command(name: str, help: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=help, parents=[common])
+
+    demo = command("demo", "memorize a support bot's episodes and recall them")
     demo.add_argument(
         "--keep", metavar="DIR", help="keep the demo store in DIR instead of a temp folder"
     )
 
-    def ids(
-        p: argparse.ArgumentParser, *, conversation: bool = False, required_conv: bool = False
-    ) -> None:
+    def ids(p: argparse.ArgumentParser, *, conversation: bool = False) -> None:
         p.add_argument("--user", required=True, help="user id")
         p.add_argument("--agent", required=True, help="agent id")
         if conversation:
-            p.add_argument("--conversation", required=required_conv, help="conversation id")
+            p.add_argument("--conversation", help="conversation id")
 
-    add = sub.add_parser("add", help="memorize one episode from flags or a JSON object")
+    add = command("add", "memorize one episode from flags or a JSON object")
     add.add_argument(
         "--from-json",
         metavar="FILE",
-        help="a JSON object with the episode's fields ('-' for stdin)",
+        help="a JSON object with the episode's fields ('-' for stdin); --user, --agent and "
+        "--conversation fill in missing ids and must agree with those given",
     )
     add.add_argument("--user")
     add.add_argument("--agent")
     add.add_argument("--conversation")
     add.add_argument("--short", help="short summary")
     add.add_argument("--long", help="long summary")
-    add.add_argument("--start", type=int, default=0)
+    add.add_argument("--start", type=int, help="first message index (default 0)")
     add.add_argument("--end", type=int)
-    add.add_argument("--overlap", type=int, default=0)
-    add.add_argument("--flow", action="append", default=[], help="a flow activated (repeatable)")
-    add.add_argument("--tool", action="append", default=[], help="a tool invoked (repeatable)")
+    add.add_argument("--overlap", type=int, help="messages shared with the previous episode")
+    add.add_argument("--flow", action="append", help="a flow activated (repeatable)")
+    add.add_argument("--tool", action="append", help="a tool invoked (repeatable)")
     add.add_argument("--sentiment", type=float, help="average user sentiment in [-1, 1]")
     add.add_argument("--variance", type=float, help="user sentiment variance")
     add.add_argument("--metadata", help="a JSON object")
 
-    imp = sub.add_parser("import", help="import a JSONL export")
+    imp = command("import", "import a JSONL export")
     imp.add_argument("file", help="the .jsonl file ('-' for stdin)")
     imp.add_argument(
         "--skip-errors", action="store_true", help="import valid lines, report the bad ones"
     )
 
-    rec = sub.add_parser("recall", help="recall episodes for a query")
+    rec = command("recall", "recall episodes for a query")
     ids(rec, conversation=True)
     rec.add_argument("query", help="the query text")
     # Left out, an option takes the core's default (documented on RecallOptions).
@@ -118,182 +179,304 @@ def _parser() -> argparse.ArgumentParser:
     )
     rec.add_argument("--max-tokens", type=int, help="token budget for --block")
 
-    exp = sub.add_parser("export", help="export episodes as JSONL")
+    exp = command("export", "export episodes as JSONL")
     ids(exp, conversation=True)
     exp.add_argument("--output", "-o", help="file to write (default: stdout)")
 
-    st = sub.add_parser("stats", help="behaviour statistics of a user with an agent")
+    st = command("stats", "behaviour statistics of a user with an agent")
     ids(st)
 
-    fg = sub.add_parser(
-        "forget", help="delete an episode, a conversation, or all of a user's episodes"
-    )
+    fg = command("forget", "delete an episode, a conversation, or all of a user's episodes")
     ids(fg)
     what = fg.add_mutually_exclusive_group(required=True)
-    what.add_argument("--point", help="one episode's point id")
+    what.add_argument("--point", help="one episode's point id (exit 3 if there is none)")
     what.add_argument("--conversation", help="a whole conversation")
     what.add_argument("--all", action="store_true", help="everything of this user with this agent")
+
+    ri = command("reindex", "re-embed every episode of the store with another embedder")
+    ri.add_argument(
+        "--embedder",
+        default="default",
+        help="'default' for the bundled model, or a fastembed model name",
+    )
+    ri.add_argument("--batch-size", type=int, default=256, help="episodes per batch")
     return parser
 
 
-def _open(args: argparse.Namespace) -> Any:
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.path and args.url:
+        parser.error("give --path or --url, not both")
+    if args.qdrant_api_key is None and args.url:
+        args.qdrant_api_key = os.environ.get("QDRANT_API_KEY")
+    if args.qdrant_api_key is not None and not args.url:
+        parser.error("--qdrant-api-key needs --url: an embedded store has no API key")
+    if args.grpc and not args.url:
+        parser.error("--grpc needs --url")
+    return args
+
+
+def _open(args: argparse.Namespace) -> EpisodicMemory:
     from episodex._episodes.memory import EpisodicMemory
 
+    options: dict[str, Any] = {}
+    if args.command == "reindex":
+        # Opened with the new embedder; a store built with another is what reindex is for.
+        options = {"embedder": None if args.embedder == "default" else args.embedder}
+        options["for_reindex"] = True
     if args.url:
-        return EpisodicMemory(url=args.url, api_key=args.api_key, prefer_grpc=args.grpc)
-    return EpisodicMemory(path=args.path or os.environ.get("EPISODEX_PATH") or "./memory")
+        return EpisodicMemory(
+            url=args.url, qdrant_api_key=args.qdrant_api_key, prefer_grpc=args.grpc, **options
+        )
+    path = Path(args.path) if args.path else default_store_path()
+    if args.command in _NEEDS_STORE:
+        from episodex._engines.edge import store_exists
+
+        if not store_exists(path, "episodes"):
+            # A mistyped --path must not leave an empty store behind.
+            raise NotFoundError(
+                f"no store at {path}; check --path (or ${STORE_ENV}), or create one with "
+                "'episodex add' or 'episodex import'"
+            )
+    return EpisodicMemory(path=path, **options)
 
 
-def _read_text(name: str) -> str:
-    return sys.stdin.read() if name == "-" else Path(name).read_text(encoding="utf-8")
+def _read_bytes(name: str) -> bytes:
+    if name == "-":
+        buffer = getattr(sys.stdin, "buffer", None)
+        if buffer is not None:
+            return buffer.read()
+        # A text stream put in place of stdin (an embedding program, a test).
+        return sys.stdin.read().encode("utf-8", "surrogateescape")
+    path = Path(name)
+    if path.is_dir():
+        raise ValidationError(f"{name} is a folder; give the path of a JSONL file")
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise ValidationError(f"{name}: no such file") from None
+    except OSError as exc:
+        raise ValidationError(f"cannot read {name}: {exc.strerror or exc}") from None
+
+
+def _progress(args: argparse.Namespace, total: int, desc: str) -> Any:
+    from tqdm import tqdm
+
+    # A bar only for a person watching: not in --json output, logs or pipes.
+    return tqdm(
+        total=total,
+        unit="episode",
+        desc=desc,
+        file=sys.stderr,
+        disable=args.json or not sys.stderr.isatty(),
+    )
+
+
+def _episode_fields(args: argparse.Namespace) -> dict[str, Any]:
+    if args.from_json:
+        content = [
+            flag
+            for flag, value in (
+                ("--short", args.short),
+                ("--long", args.long),
+                ("--start", args.start),
+                ("--end", args.end),
+                ("--overlap", args.overlap),
+                ("--flow", args.flow),
+                ("--tool", args.tool),
+                ("--sentiment", args.sentiment),
+                ("--variance", args.variance),
+                ("--metadata", args.metadata),
+            )
+            if value is not None
+        ]
+        if content:
+            raise ValidationError(
+                f"{', '.join(content)} cannot be combined with --from-json; put those fields "
+                "in the JSON object"
+            )
+        try:
+            raw = _read_bytes(args.from_json).decode("utf-8")
+            fields = read_json(raw)
+        except UnicodeDecodeError as exc:
+            raise ValidationError(f"--from-json is not UTF-8 text: {exc.reason}") from None
+        except json.JSONDecodeError as exc:
+            raise ValidationError(f"--from-json is not valid JSON: {exc}") from None
+        if not isinstance(fields, dict):
+            raise ValidationError("--from-json must hold one JSON object")
+        fields = cast(dict[str, Any], fields)
+        for flag, key in _ID_FLAGS:
+            given = getattr(args, flag)
+            if given is None:
+                continue
+            if key in fields and fields[key] != given:
+                raise ValidationError(
+                    f"--{flag} {given!r} disagrees with {key} {fields[key]!r} in --from-json; "
+                    "give one of them"
+                )
+            fields[key] = given
+        return fields
+    try:
+        metadata = read_json(args.metadata) if args.metadata else {}
+    except json.JSONDecodeError as exc:
+        raise ValidationError(f"--metadata is not valid JSON: {exc}") from None
+    fields = {
+        "user_id": args.user,
+        "agent_id": args.agent,
+        "conversation_id": args.conversation,
+        "short_summary": args.short,
+        "long_summary": args.long,
+        "start_index": 0 if args.start is None else args.start,
+        "end_index": args.end,
+        "overlap": 0 if args.overlap is None else args.overlap,
+        "flows_activated": args.flow or [],
+        "tools_invoked": args.tool or [],
+        "average_user_sentiment": args.sentiment,
+        "user_sentiment_variance": args.variance,
+        "metadata": metadata,
+    }
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+async def _import(args: argparse.Namespace, mem: EpisodicMemory) -> None:
+    data = _read_bytes(args.file)
+    total = sum(1 for line in data.split(b"\n") if line.strip())
+    with _progress(args, total, "importing") as bar:
+
+        def progress(done: int) -> None:
+            bar.update(done - bar.n)
+
+        try:
+            report = await mem.import_(
+                io.BytesIO(data),
+                errors="skip" if args.skip_errors else "strict",
+                on_progress=progress,
+            )
+        except ImportFileError as exc:
+            # The core's advice names its keyword; a CLI user needs the flag.
+            message = str(exc).replace("pass errors='skip'", "rerun with --skip-errors")
+            raise ImportFileError(message, exc.errors) from None
+    if args.json:
+        _write(_dump({"imported": len(report.imported), "skipped": report.skipped}))
+        return
+    _write(f"imported {len(report.imported)} episode(s)")
+    for line, why in report.skipped:
+        sys.stderr.write(f"skipped line {line}: {why}\n")
+
+
+async def _recall(args: argparse.Namespace, mem: EpisodicMemory) -> None:
+    options = cast(
+        RecallOptions,
+        {
+            option: getattr(args, option)
+            for _, option, _ in _RECALL_FLAGS
+            if getattr(args, option) is not None
+        },
+    )
+    where: dict[str, Any] = {
+        "user_id": args.user,
+        "agent_id": args.agent,
+        "conversation_id": args.conversation,
+        "query": args.query,
+    }
+    if args.block:
+        block = await mem.recall_block(**where, max_tokens=args.max_tokens, **options)
+        _write(_dump({"block": block}) if args.json else block)
+        return
+    res = await mem.recall(**where, **options)
+    _write(_dump(res) if args.json else "\n".join(recall_lines(res)))
+
+
+async def _export(args: argparse.Namespace, mem: EpisodicMemory) -> None:
+    where = {"user_id": args.user, "agent_id": args.agent, "conversation_id": args.conversation}
+    if args.output:
+        n = await mem.export(args.output, **where)
+        if args.json:
+            _write(_dump({"exported": n, "output": args.output}))
+        else:
+            sys.stderr.write(f"exported {n} episode(s) to {args.output}\n")
+        return
+    # The records are the output (JSONL whether or not --json was given).
+    await mem.export(sys.stdout, **where)
+    sys.stdout.flush()
+
+
+async def _forget(args: argparse.Namespace, mem: EpisodicMemory) -> None:
+    n = await mem.forget(
+        user_id=args.user,
+        agent_id=args.agent,
+        point_id=args.point,
+        conversation_id=args.conversation,
+        everything=args.all,
+    )
+    if args.point is not None and n == 0:
+        raise NotFoundError(
+            f"no episode {args.point!r} for user {args.user!r} and agent {args.agent!r}"
+        )
+    _write(_dump({"deleted": n}) if args.json else f"deleted {n} episode(s)")
+
+
+async def _reindex(args: argparse.Namespace, mem: EpisodicMemory) -> None:
+    with _progress(args, 0, "reindexing") as bar:
+
+        def progress(done: int, total: int) -> None:
+            bar.total = total
+            bar.update(done - bar.n)
+
+        report = await mem.reindex(batch_size=args.batch_size, on_progress=progress)
+    _write(_dump(report.as_dict()) if args.json else report.summary())
+
+
+def _write(text: str) -> None:
+    sys.stdout.write(text + "\n")
 
 
 async def _command(args: argparse.Namespace) -> int:
-    out = sys.stdout
     if args.command == "demo":
         from episodex._demo import run_demo
 
-        return await run_demo(args.keep, out=out)
-
+        return await run_demo(args.keep, out=sys.stdout)
     mem = _open(args)
     try:
         if args.command == "add":
-            if args.from_json:
-                try:
-                    fields = read_json(_read_text(args.from_json))
-                except json.JSONDecodeError as exc:
-                    raise ValidationError(f"--from-json is not valid JSON: {exc}") from None
-                if not isinstance(fields, dict):
-                    raise ValidationError("--from-json must hold one JSON object")
-            else:
-                try:
-                    metadata = read_json(args.metadata) if args.metadata else {}
-                except json.JSONDecodeError as exc:
-                    raise ValidationError(f"--metadata is not valid JSON: {exc}") from None
-                fields = {
-                    "user_id": args.user,
-                    "agent_id": args.agent,
-                    "conversation_id": args.conversation,
-                    "short_summary": args.short,
-                    "long_summary": args.long,
-                    "start_index": args.start,
-                    "end_index": args.end,
-                    "overlap": args.overlap,
-                    "flows_activated": args.flow,
-                    "tools_invoked": args.tool,
-                    "average_user_sentiment": args.sentiment,
-                    "user_sentiment_variance": args.variance,
-                    "metadata": metadata,
-                }
-                fields = {k: v for k, v in fields.items() if v is not None}
-            (point_id,) = await mem.memorize_many([fields])
-            out.write(_dump({"point_id": point_id}) + "\n" if args.json else f"{point_id}\n")
-        elif args.command == "import":
-            from tqdm import tqdm
-
-            text = _read_text(args.file)
-            total = sum(1 for line in text.splitlines() if line.strip())
-            import io
-
-            with tqdm(
-                total=total, unit="episode", desc="importing", file=sys.stderr, disable=args.json
-            ) as bar:
-
-                def progress(done: int) -> None:
-                    bar.update(done - bar.n)
-
-                report = await mem.import_(
-                    io.StringIO(text),
-                    errors="skip" if args.skip_errors else "strict",
-                    on_progress=progress,
-                )
-            if args.json:
-                out.write(
-                    _dump({"imported": len(report.imported), "skipped": report.skipped}) + "\n"
-                )
-            else:
-                out.write(f"imported {len(report.imported)} episode(s)\n")
-                for line, why in report.skipped:
-                    sys.stderr.write(f"skipped line {line}: {why}\n")
-        elif args.command == "recall":
-            options = cast(
-                RecallOptions,
-                {
-                    option: getattr(args, option)
-                    for _, option, _ in _RECALL_FLAGS
-                    if getattr(args, option) is not None
-                },
-            )
-            if args.block:
-                block = await mem.recall_block(
-                    user_id=args.user,
-                    agent_id=args.agent,
-                    conversation_id=args.conversation,
-                    query=args.query,
-                    max_tokens=args.max_tokens,
-                    **options,
-                )
-                out.write(_dump({"block": block}) + "\n" if args.json else block + "\n")
-            else:
-                res = await mem.recall(
-                    user_id=args.user,
-                    agent_id=args.agent,
-                    conversation_id=args.conversation,
-                    query=args.query,
-                    **options,
-                )
-                if args.json:
-                    out.write(_dump(res) + "\n")
-                else:
-                    for key in ("same_conversation", "previous_conversations"):
-                        out.write(f"{key.replace('_', ' ')}:\n")
-                        for item in res[key]:
-                            streams = ", ".join(
-                                f"{s} #{v['rank']}" for s, v in item["streams"].items()
-                            )
-                            out.write(
-                                f"  {item['score']:.4f}  [{streams}]  {item['conversation_id']}  "
-                                f"{item['point_id']}  {item['short_summary_text']}\n"
-                            )
-        elif args.command == "export":
-            if args.output:
-                n = await mem.export(
-                    args.output,
-                    user_id=args.user,
-                    agent_id=args.agent,
-                    conversation_id=args.conversation,
-                )
-                sys.stderr.write(f"exported {n} episode(s) to {args.output}\n")
-            else:
-                await mem.export(
-                    out, user_id=args.user, agent_id=args.agent, conversation_id=args.conversation
-                )
+            (point_id,) = await mem.memorize_many([_episode_fields(args)])
+            _write(_dump({"point_id": point_id}) if args.json else point_id)
         elif args.command == "stats":
             stats = await mem.stats(user_id=args.user, agent_id=args.agent)
-            if args.json:
-                out.write(_dump(stats) + "\n")
-            else:
-                for key, value in stats.items():
-                    out.write(f"{key}: {value}\n")
-        elif args.command == "forget":
-            n = await mem.forget(
-                user_id=args.user,
-                agent_id=args.agent,
-                point_id=args.point,
-                conversation_id=args.conversation,
-                everything=args.all,
-            )
-            out.write(_dump({"deleted": n}) + "\n" if args.json else f"deleted {n} episode(s)\n")
+            _write(_dump(stats) if args.json else "\n".join(stats_table(stats)))
+        else:
+            handlers: dict[str, Callable[[argparse.Namespace, EpisodicMemory], Any]] = {
+                "import": _import,
+                "recall": _recall,
+                "export": _export,
+                "forget": _forget,
+                "reindex": _reindex,
+            }
+            await handlers[args.command](args, mem)
         return EXIT_OK
     finally:
         mem.close()
 
 
+def _quiet_stdout() -> None:
+    # The reader went away: point stdout at /dev/null so the interpreter's final flush does not
+    # raise a second BrokenPipeError.
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, io.UnsupportedOperation):
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
-    args = _parser().parse_args(argv)
+    args = _parse(argv)
     try:
         return asyncio.run(_command(args))
+    except BrokenPipeError:
+        _quiet_stdout()
+        return EXIT_BROKEN_PIPE
     except NotFoundError as exc:
         sys.stderr.write(f"episodex: not found: {exc}\n")
         return EXIT_NOT_FOUND
@@ -303,14 +486,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValidationError, ValueError) as exc:
         sys.stderr.write(f"episodex: error: {exc}\n")
         return EXIT_USAGE
-    except FileNotFoundError as exc:
-        sys.stderr.write(f"episodex: error: {exc.filename}: no such file\n")
-        return EXIT_USAGE
     except EpisodexError as exc:
         sys.stderr.write(f"episodex: error: {exc}\n")
         return EXIT_FAILURE
+    except ImportError as exc:
+        # A dependency missing from a broken install: say which, without a traceback.
+        sys.stderr.write(f"episodex: error: {exc}\n")
+        return EXIT_FAILURE
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        sys.stderr.write(f"episodex: error: {where}{exc.strerror or exc}\n")
+        return EXIT_FAILURE
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

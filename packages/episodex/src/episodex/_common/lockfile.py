@@ -32,9 +32,18 @@ class FolderLock:
         what: How messages name the store ("the store", "the task store").
         advice: What to do when the folder is held elsewhere.
         name: The lock file's name in the folder.
+        other: Who else may hold it, as messages say ("process").
     """
 
-    def __init__(self, folder: Path, *, what: str, advice: str, name: str = LOCK_NAME) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        *,
+        what: str,
+        advice: str,
+        name: str = LOCK_NAME,
+        other: str = "process or another memory object",
+    ) -> None:
         self.folder = folder
         self.path = folder / name
         self.what = what
@@ -46,8 +55,7 @@ class FolderLock:
                 os.close(self._fd)
                 self._fd = None
                 raise StoreLockedError(
-                    f"{what} at {folder} is open in another process or another memory object; "
-                    f"{advice}"
+                    f"{what} at {folder} is open in another {other}; {advice}"
                 ) from None
         self._identity = self._stat_identity()
 

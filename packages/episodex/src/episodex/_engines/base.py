@@ -13,7 +13,17 @@ from typing import Any, Protocol, runtime_checkable
 
 from episodex._engines.plan import CollectionSpec, Filter, Fused, Hit, Point, Search
 
-__all__ = ["Engine", "StreamRanks", "explain_fused", "stream_searches"]
+__all__ = [
+    "STAGING_MARK",
+    "Engine",
+    "ReindexableEngine",
+    "StreamRanks",
+    "explain_fused",
+    "stream_searches",
+]
+
+#: Between a collection's name and a digest: the name of the collection a re-index fills.
+STAGING_MARK = "_reindex_"
 
 #: For one hit: stream name -> (rank from 1, that stream's score).
 StreamRanks = dict[str, tuple[int, float]]
@@ -82,6 +92,23 @@ class Engine(Protocol):
 
     def close(self) -> None:
         """Flush and release the engine; idempotent."""
+        ...
+
+
+@runtime_checkable
+class ReindexableEngine(Engine, Protocol):
+    """An engine that can re-index: serve a collection's name from another collection."""
+
+    def generation(self, collection: str) -> str:
+        """The collection that serves `collection` now (changes with each switch)."""
+        ...
+
+    def drop_collection(self, collection: str) -> None:
+        """Delete a collection no name is served from (an abandoned staging one)."""
+        ...
+
+    def switch_collection(self, collection: str, staging: str) -> None:
+        """Serve `collection` from `staging` from now on, atomically; drop the old one."""
         ...
 
 

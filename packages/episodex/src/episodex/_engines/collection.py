@@ -56,14 +56,18 @@ def foreign_claims(
     return foreign
 
 
-def check_manifest(stored: Mapping[str, Any], expected: Mapping[str, Any], where: str) -> None:
+_ADVICE = "open it with the same embedder, or export and re-import into a new store to re-embed"
+
+
+def check_manifest(
+    stored: Mapping[str, Any], expected: Mapping[str, Any], where: str, advice: str = _ADVICE
+) -> None:
     """Raise `EmbedderMismatchError` if a store was made with another embedder or dimension."""
     for key in ("embedder", "dimension"):
         if key in stored and stored[key] != expected[key]:
             raise EmbedderMismatchError(
                 f"{where} was created with {key} {stored[key]!r} but this memory uses "
-                f"{expected[key]!r}; open it with the same embedder, or export and re-import "
-                "into a new store to re-embed"
+                f"{expected[key]!r}; {advice}"
             )
 
 
@@ -75,8 +79,9 @@ def open_collection(
     kind: str,
     schema: int,
     where: str,
+    mismatch_advice: str = _ADVICE,
     **settings: Any,
-) -> None:
+) -> Mapping[str, Any]:
     """Create the collection if missing, recording its manifest, and check a stored one.
 
     The manifest names the embedder and its dimension (that of `spec`'s dense vectors), the
@@ -90,7 +95,11 @@ def open_collection(
         kind: What the collection holds (`conversation_episodes`, `step_lessons`).
         schema: The version of the stored payload's shape.
         where: How messages name the collection ("the episode collection 'episodes'").
+        mismatch_advice: What an `EmbedderMismatchError` tells the user to do.
         **settings: More manifest entries.
+
+    Returns:
+        The manifest stored with the collection.
     """
     manifest = {
         "embedder": embedder_id,
@@ -100,7 +109,8 @@ def open_collection(
         **settings,
     }
     stored = engine.ensure_collection(dataclasses.replace(spec, metadata=manifest))
-    check_manifest(stored, manifest, where)
+    check_manifest(stored, manifest, where, mismatch_advice)
+    return stored
 
 
 def tenant_filter(user_id: object, agent_id: object) -> Filter:

@@ -9,19 +9,20 @@ import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import qdrant_edge as qe
 
 from episodex._common.errors import (
     ConfigurationError,
     EngineError,
+    StoreClosedError,
     StoreLockedError,
     ValidationError,
 )
 from episodex._common.files import atomic_write
 from episodex._common.lockfile import FolderLock
-from episodex._engines.base import StreamRanks, explain_fused, stream_searches
+from episodex._engines.base import STAGING_MARK, StreamRanks, explain_fused, stream_searches
 from episodex._engines.plan import (
     CollectionSpec,
     Condition,
@@ -38,9 +39,34 @@ from episodex._engines.plan import (
     Stream,
 )
 
-__all__ = ["EdgeEngine"]
+__all__ = ["EdgeEngine", "store_exists"]
+
 
 _MANIFEST = "episodex.json"
+# Which shard folder serves a collection, when it is not the folder of the collection's name:
+# a re-index builds a new folder and switches to it by rewriting this one file atomically.
+_FOLDERS = "episodex-collections.json"
+
+
+def _read_folders(root: Path) -> dict[str, str]:
+    path = root / _FOLDERS
+    if not path.exists():
+        return {}
+    data = _read_manifest(path)
+    return {str(k): str(v) for k, v in data.items()}
+
+
+def store_exists(path: str | os.PathLike[str], collection: str) -> bool:
+    """Whether `path` holds an embedded store with `collection`, looked up creating nothing."""
+    root = Path(path)
+    if not (root / _FOLDERS).is_file() and not root.is_dir():
+        return False
+    try:
+        folder = _read_folders(root).get(collection, collection)
+    except EngineError:
+        return True  # a store with an unreadable file: opening it reports that properly
+    return (root / folder / _MANIFEST).is_file()
+
 
 # The binding returns a UUID point id as a new `uuid.UUID` (0.8 us each) and an integer id in a
 # tenth of that, and a recall reads hundreds of ids (the stream ranks). So points are stored
@@ -172,8 +198,7 @@ def _engine_error(exc: Exception, what: str) -> EngineError:
     text = str(exc)
     if "WouldBlock" in text or "lock" in text.lower():
         return StoreLockedError(
-            f"{what}: the store folder is open in another process or another memory object "
-            f"({text}); close that one first, or use a Qdrant server for shared access"
+            f"{what}: the store folder is open in another process ({text}); {_ADVICE}"
         )
     return EngineError(f"{what}: {text}")
 
@@ -191,11 +216,97 @@ def _read_manifest(path: Path) -> dict[str, Any]:
     return data
 
 
+_ADVICE = (
+    "close that one first; for several processes, run a Qdrant server "
+    "(docker run -p 6333:6333 qdrant/qdrant) and open it from each one with "
+    'EpisodicMemory(url="http://localhost:6333")'
+)
+
+
+class _OpenFolder:
+    """One store folder open in this process, shared by every `EdgeEngine` handle on it.
+
+    A notebook that runs `EpisodicMemory(path=...)` again without closing the first, or a task
+    store and a lesson memory on one folder, get the same open shards instead of
+    `StoreLockedError`; the folder closes when its last handle does. Another process still
+    meets the folder lock.
+    """
+
+    _registry: ClassVar[dict[str, _OpenFolder]] = {}
+    _registry_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, root: Path, key: str) -> None:
+        self.root = root
+        self.key = key
+        # Before anything is created: a second process gets StoreLockedError, not a race.
+        self.folder_lock = FolderLock(root, what="the store", advice=_ADVICE, other="process")
+        try:
+            self.folders = _read_folders(root)
+        except BaseException:
+            self.folder_lock.release()
+            raise
+        self.shards: dict[str, qe.EdgeShard] = {}
+        self.keys: dict[str, Keyer] = {}
+        self.lock = threading.RLock()
+        self.handles = 1
+        self.pid = os.getpid()
+
+    @classmethod
+    def acquire(cls, root: Path) -> _OpenFolder:
+        key = os.path.realpath(root)
+        with cls._registry_lock:
+            shared = cls._registry.get(key)
+            if shared is not None and shared.pid != os.getpid():
+                # A forked child must not use its parent's shards: it opens the folder itself
+                # (and meets the lock its parent holds).
+                shared = None
+            if shared is not None:
+                try:
+                    shared.folder_lock.check()
+                except StoreClosedError:
+                    shared = None  # the folder was replaced: this is a new store
+                else:
+                    shared.handles += 1
+                    return shared
+            opened = cls(root, key)
+            cls._registry[key] = opened
+            return opened
+
+    def release(self) -> None:
+        with self._registry_lock:
+            self.handles -= 1
+            if self.handles > 0:
+                return
+            if self._registry.get(self.key) is self:
+                del self._registry[self.key]
+        with self.lock:
+            failures: list[str] = []
+            for name, shard in self.shards.items():
+                try:
+                    shard.flush()
+                except Exception as exc:
+                    failures.append(f"{name}: {exc}")
+                finally:
+                    try:
+                        shard.close()
+                    except Exception as exc:
+                        failures.append(f"{name}: {exc}")
+            self.shards.clear()
+            self.folder_lock.release()
+        if failures:
+            raise EngineError(
+                f"closing the store at {self.root} failed ({'; '.join(failures)}); what "
+                "was acknowledged before is on disk unless the folder was deleted"
+            )
+
+
 class EdgeEngine:
     """Qdrant Edge in process, persistent in a folder: one sub-folder (shard) per collection.
 
-    Each shard has its write-ahead log, HNSW indexes and payload indexes. A shard folder can be
-    open in one place at a time: a second open raises `StoreLockedError`.
+    Each shard has its write-ahead log, HNSW indexes and payload indexes. A folder is open in
+    one process at a time: another process gets `StoreLockedError`. Within a process, every
+    `EdgeEngine` on one folder is a handle on the same open shards (closing one leaves the
+    others working).
 
     Args:
         path: The store folder; created if missing.
@@ -207,18 +318,13 @@ class EdgeEngine:
             self._root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise ConfigurationError(f"cannot create the store folder {self._root}: {exc}") from exc
-        # Before anything is created: a second process gets StoreLockedError, not a race.
-        self._folder_lock = FolderLock(
-            self._root,
-            what="the store",
-            advice=(
-                "close that one first, or, for several processes, run a Qdrant server and open "
-                'it with EpisodicMemory(url="http://localhost:6333")'
-            ),
-        )
-        self._shards: dict[str, qe.EdgeShard] = {}
-        self._keys: dict[str, Keyer] = {}
-        self._lock = threading.RLock()
+        self._open = _OpenFolder.acquire(self._root)
+        # The dicts, the lock and the folder lock are the shared open folder's own objects:
+        # every handle of one folder sees the same shards.
+        self._folder_lock = self._open.folder_lock
+        self._shards = self._open.shards
+        self._keys = self._open.keys
+        self._lock = self._open.lock
         self._closed = False
 
     @property
@@ -237,7 +343,7 @@ class EdgeEngine:
 
     def _shard(self, collection: str) -> qe.EdgeShard:
         if self._closed:
-            raise EngineError("the store is closed")
+            raise StoreClosedError("the store is closed; open it again")
         try:
             return self._shards[collection]
         except KeyError:
@@ -246,7 +352,7 @@ class EdgeEngine:
     def ensure_collection(self, spec: CollectionSpec) -> Mapping[str, Any]:
         """Open the collection's shard, creating it and its payload indexes if missing."""
         with self._lock:
-            folder = self._root / spec.name
+            folder = self._root / self._open.folders.get(spec.name, spec.name)
             manifest = folder / _MANIFEST
             if spec.name in self._shards:
                 return _read_manifest(manifest) if manifest.exists() else {}
@@ -462,6 +568,69 @@ class EdgeEngine:
             except Exception as exc:
                 raise _engine_error(exc, "count failed") from exc
 
+    def generation(self, collection: str) -> str:
+        """The shard folder that serves `collection` now (changes when a re-index switches)."""
+        return self._open.folders.get(collection, collection)
+
+    def drop_collection(self, collection: str) -> None:
+        """Close and delete a collection that no other name serves (an abandoned staging one)."""
+        import shutil
+
+        with self._lock:
+            if self._closed:
+                raise StoreClosedError("the store is closed; open it again")
+            folder = self.generation(collection)
+            if folder in self._open.folders.values() and collection not in self._open.folders:
+                raise EngineError(f"{folder} serves another collection; not dropped")
+            shard = self._shards.pop(collection, None)
+            self._keys.pop(collection, None)
+            if shard is not None:
+                shard.close()
+            shutil.rmtree(self._root / folder, ignore_errors=True)
+
+    def switch_collection(self, collection: str, staging: str) -> None:
+        """Serve `collection` from the open collection `staging`, atomically; drop the old one.
+
+        The switch is one atomic rename of the folder map: a crash before it leaves the old
+        collection authoritative, a crash after it leaves the new one (and, at worst, the old
+        folder on disk, deleted here right after the switch).
+        """
+        import shutil
+
+        with self._lock:
+            new = self._shard(staging)
+            self._folder_lock.check()
+            old_folder = self.generation(collection)
+            new_folder = self.generation(staging)
+            folders = {k: v for k, v in self._open.folders.items() if k != staging}
+            folders[collection] = new_folder
+            try:
+                new.flush()
+                with atomic_write(self._root / _FOLDERS) as fh:
+                    fh.write(json.dumps(folders, sort_keys=True))
+            except Exception as exc:
+                raise _engine_error(exc, "switching to the re-indexed collection failed") from exc
+            self._open.folders.clear()
+            self._open.folders.update(folders)
+            old = self._shards.pop(collection, None)
+            self._shards[collection] = self._shards.pop(staging)
+            self._keys[collection] = self._keys.pop(staging)
+            if old is not None:
+                try:
+                    old.close()
+                except Exception:  # the switch is done; the old shard is only garbage now
+                    pass
+            # The old folder, and any staging folder a killed re-index of this collection left.
+            stale = [old_folder] if old_folder != new_folder else []
+            stale += [
+                p.name
+                for p in self._root.glob(f"{collection}{STAGING_MARK}*")
+                if p.is_dir() and p.name not in folders.values()
+            ]
+            for name in stale:
+                if name not in folders.values():
+                    shutil.rmtree(self._root / name, ignore_errors=True)
+
     def optimize(self) -> None:
         """Run Qdrant's segment optimizers (HNSW build, merges) on every open shard."""
         with self._lock:
@@ -475,26 +644,9 @@ class EdgeEngine:
                 shard.flush()
 
     def close(self) -> None:
-        """Flush and close every shard."""
+        """Let this handle go; the last handle of the folder flushes and closes every shard."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
-            failures: list[str] = []
-            for name, shard in self._shards.items():
-                try:
-                    shard.flush()
-                except Exception as exc:
-                    failures.append(f"{name}: {exc}")
-                finally:
-                    try:
-                        shard.close()
-                    except Exception as exc:
-                        failures.append(f"{name}: {exc}")
-            self._shards.clear()
-            self._folder_lock.release()
-            if failures:
-                raise EngineError(
-                    f"closing the store at {self._root} failed ({'; '.join(failures)}); what "
-                    "was acknowledged before is on disk unless the folder was deleted"
-                )
+        self._open.release()

@@ -24,8 +24,11 @@ class EngineOptions(TypedDict, total=False):
     location: str | None
     """`:memory:` for qdrant-client's local mode."""
 
+    qdrant_api_key: str | None
+    """The Qdrant server's API key (server only; an embedding API's key goes to its embedder)."""
+
     api_key: str | None
-    """Qdrant API key (server only)."""
+    """The former name of `qdrant_api_key`, still accepted with `url=`."""
 
     prefer_grpc: bool
     """Talk gRPC to the server (default False)."""
@@ -56,6 +59,7 @@ def open_engine(*, path: str | None = None, **options: Unpack[EngineOptions]) ->
     """
     check_engine_options(options, "open_engine")
     url, location = options.get("url"), options.get("location")
+    key = _qdrant_api_key(options)
     chosen = [
         name for name, value in (("path", path), ("url", url), ("location", location)) if value
     ]
@@ -64,6 +68,7 @@ def open_engine(*, path: str | None = None, **options: Unpack[EngineOptions]) ->
             "give exactly one of path= (embedded Qdrant Edge folder), url= (Qdrant server) or "
             f"location=':memory:' (qdrant-client local mode); got {chosen or 'none'}"
         )
+    _refuse_unused(options, path=bool(path), api_key=key)
     if path:
         from episodex._engines.edge import EdgeEngine
 
@@ -77,9 +82,41 @@ def open_engine(*, path: str | None = None, **options: Unpack[EngineOptions]) ->
     return QdrantClientEngine(
         url=url,
         location=location,
-        api_key=options.get("api_key"),
+        api_key=key,
         prefer_grpc=options.get("prefer_grpc", False),
         prefix=options.get("collection_prefix", "episodex_"),
         timeout=options.get("timeout"),
         options=dict(options.get("client_options") or {}),
     )
+
+
+def _qdrant_api_key(options: Mapping[str, Any]) -> str | None:
+    new, old = options.get("qdrant_api_key"), options.get("api_key")
+    if new is not None and old is not None and new != old:
+        raise ConfigurationError(
+            "qdrant_api_key= and api_key= disagree; give the Qdrant key once, as qdrant_api_key="
+        )
+    return new if new is not None else old
+
+
+def _refuse_unused(options: Mapping[str, Any], *, path: bool, api_key: str | None) -> None:
+    """Refuse a server option given where no server is: an option must never be ignored."""
+    if options.get("url"):
+        return
+    unused = [name for name in ("prefer_grpc", "timeout") if options.get(name)]
+    if api_key is not None:
+        unused.insert(0, "qdrant_api_key" if options.get("qdrant_api_key") else "api_key")
+    if path:
+        unused += [n for n in ("collection_prefix", "client_options") if options.get(n)]
+    if unused:
+        where = "an embedded store (path=)" if path else "location=':memory:'"
+        hint = (
+            "; an embedding API's key belongs to its embedder, e.g. "
+            "OpenAICompatibleEmbedder(..., api_key=...)"
+            if api_key is not None
+            else ""
+        )
+        raise ConfigurationError(
+            f"{', '.join(unused)} only apply to a Qdrant server (url=), not to {where}; "
+            f"remove them{hint}"
+        )

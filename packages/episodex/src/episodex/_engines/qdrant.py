@@ -9,7 +9,7 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import Any, TypeVar
 
 from episodex._common.errors import EngineError, EngineUnavailableError
-from episodex._engines.base import StreamRanks, explain_fused, stream_searches
+from episodex._engines.base import STAGING_MARK, StreamRanks, explain_fused, stream_searches
 from episodex._engines.plan import (
     CollectionSpec,
     Condition,
@@ -29,12 +29,20 @@ from episodex._engines.plan import (
 try:
     from qdrant_client import QdrantClient, models
     from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
-except ImportError as exc:  # pragma: no cover - the extra is installed in the workspace
+except ImportError as exc:
     raise ImportError(
-        'url= and location= need qdrant-client: pip install "episodex[server]"'
+        "url= and location= need qdrant-client, a dependency of episodex that is missing from "
+        'this environment: pip install "episodex" (or: pip install qdrant-client)'
     ) from exc
 
 __all__ = ["QdrantClientEngine"]
+
+
+def _create_alias(alias: str, collection: str) -> Any:
+    return models.CreateAliasOperation(
+        create_alias=models.CreateAlias(collection_name=collection, alias_name=alias)
+    )
+
 
 T = TypeVar("T")
 
@@ -210,6 +218,9 @@ class QdrantClientEngine:
             if self._client.collection_exists(name):
                 info = self._client.get_collection(name)
                 return dict(info.config.metadata or {})
+            switched = self._finish_switch(spec.name)
+            if switched is not None:
+                return switched
             server = self._kind == "server"
             self._client.create_collection(
                 name,
@@ -328,6 +339,65 @@ class QdrantClientEngine:
             ),
         )
         return int(result.count)
+
+    def _alias_target(self, collection: str) -> str | None:
+        name = self._name(collection)
+        for alias in self._client.get_aliases().aliases:
+            if alias.alias_name == name:
+                return alias.collection_name
+        return None
+
+    def _finish_switch(self, collection: str) -> Mapping[str, Any] | None:
+        # A switch deletes the old collection, then points the alias at the new one; a crash in
+        # between leaves the new one marked `serves`: finish the switch instead of starting empty.
+        staged = f"{self._name(collection)}{STAGING_MARK}"
+        for described in self._client.get_collections().collections:
+            if not described.name.startswith(staged):
+                continue
+            metadata = dict(self._client.get_collection(described.name).config.metadata or {})
+            if metadata.get("serves") == collection:
+                self._client.update_collection_aliases(
+                    [_create_alias(self._name(collection), described.name)]
+                )
+                return metadata
+        return None
+
+    def generation(self, collection: str) -> str:
+        """The collection that serves `collection` now (changes when a re-index switches)."""
+        target = self._call("get aliases", lambda: self._alias_target(collection))
+        return collection if target is None else target.removeprefix(self._prefix)
+
+    def drop_collection(self, collection: str) -> None:
+        """Delete a collection that no alias serves (an abandoned staging one)."""
+        self._call(
+            "drop collection", lambda: self._client.delete_collection(self._name(collection))
+        )
+
+    def switch_collection(self, collection: str, staging: str) -> None:
+        """Serve `collection` from `staging` through an alias; drop the old collection."""
+        name, new = self._name(collection), self._name(staging)
+
+        def run() -> None:
+            old = self._alias_target(collection)
+            if old is not None:
+                # Already an alias: moving it is one atomic request.
+                self._client.update_collection_aliases(
+                    [
+                        models.DeleteAliasOperation(
+                            delete_alias=models.DeleteAlias(alias_name=name)
+                        ),
+                        _create_alias(name, new),
+                    ]
+                )
+                if old != new:
+                    self._client.delete_collection(old)
+                return
+            metadata = dict(self._client.get_collection(new).config.metadata or {})
+            self._client.update_collection(new, metadata={**metadata, "serves": collection})
+            self._client.delete_collection(name)
+            self._client.update_collection_aliases([_create_alias(name, new)])
+
+        self._call("switch collection", run)
 
     def optimize(self) -> None:
         """A no-op: the server optimizes in the background."""

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar, Unpack
 
 from episodex._common.errors import ConfigurationError
+from episodex._common.paths import default_store_path
 from episodex._common.sync import SyncTwin, blocking, forward, threaded
 from episodex._common.tokens import DEFAULT_ENCODING, TokenCounter
 from episodex._embedders.base import Embedder
@@ -18,6 +20,8 @@ from episodex._engines.sparse import Bm25Encoder
 from episodex._episodes.block import format_recall
 from episodex._episodes.model import ConversationEpisode
 from episodex._episodes.options import RecallOptions
+from episodex._episodes.reindex import ReindexReport
+from episodex._episodes.reindex import reindex as reindex_store
 from episodex._episodes.store import EpisodeStore
 
 __all__ = ["EpisodicMemory", "SyncEpisodicMemory", "resolve_embedder"]
@@ -41,15 +45,22 @@ class EpisodicMemory:
         ```python
         from episodex import EpisodicMemory
 
-        mem = EpisodicMemory(path="./memory")  # embedded Qdrant Edge, in this folder (default)
+        mem = EpisodicMemory(path="./memory")  # embedded Qdrant Edge, in this folder
         ```
+
+        With no place at all, `EpisodicMemory()` opens the default store: `$EPISODEX_PATH`,
+        else `episodex/memory` in the user's data folder (`$XDG_DATA_HOME` or
+        `~/.local/share` on Linux, `~/Library/Application Support` on macOS, `%LOCALAPPDATA%`
+        on Windows). Opening a folder that is already open in this process shares it; another
+        process gets `StoreLockedError` (use a Qdrant server for several processes).
 
         The same class runs on a Qdrant server or cluster, or in qdrant-client's in-RAM mode;
         only the constructor changes:
 
         ```python
         # docs: no-run (needs a running Qdrant server)
-        mem = EpisodicMemory(url="http://qdrant:6333", api_key="...", collection_prefix="app_")
+        mem = EpisodicMemory(url="http://qdrant:6333", qdrant_api_key="...",
+                             collection_prefix="app_")
         mem = EpisodicMemory(location=":memory:")
         ```
 
@@ -70,14 +81,19 @@ class EpisodicMemory:
     Outside an event loop, use `SyncEpisodicMemory`, which has the same methods.
 
     Args:
-        path: Folder of the embedded Qdrant Edge store (created if missing).
+        path: Folder of the embedded Qdrant Edge store (created if missing); with neither
+            `url` nor `location`, None means the default store above.
         embedder: None for the bundled all-MiniLM-L6-v2 (offline), a fastembed model name, or
             any `Embedder`.
         engine: An engine you opened yourself, instead of path/url/location.
         bm25: The sparse encoder (BM25 parameters).
+        for_reindex: Open a store built with another embedder instead of raising
+            `EmbedderMismatchError`, to `reindex()` it with `embedder`; until then memorizing
+            and recalling raise that error, while reading, exporting and forgetting work.
         **options: `EngineOptions`: `url` of a Qdrant server or cluster, `location=":memory:"`
-            for qdrant-client's local mode, `api_key`, `prefer_grpc`, `collection_prefix`,
-            `timeout`, `client_options`.
+            for qdrant-client's local mode, `qdrant_api_key`, `prefer_grpc`,
+            `collection_prefix`, `timeout`, `client_options`. A server option given without
+            `url` raises `ConfigurationError`.
     """
 
     def __init__(
@@ -87,11 +103,14 @@ class EpisodicMemory:
         embedder: Embedder | str | None = None,
         engine: Engine | None = None,
         bm25: Bm25Encoder | None = None,
+        for_reindex: bool = False,
         **options: Unpack[EngineOptions],
     ) -> None:
         check_engine_options(options, "EpisodicMemory")
         self.embedder: Embedder = resolve_embedder(embedder)
         if engine is None:
+            if path is None and not options.get("url") and not options.get("location"):
+                path = default_store_path()
             engine = open_engine(path=str(path) if path is not None else None, **options)
             self._owns_engine = True
         else:
@@ -100,7 +119,7 @@ class EpisodicMemory:
             self._owns_engine = False
         self.engine: Engine = engine
         try:
-            self.store = EpisodeStore(engine, self.embedder, bm25=bm25)
+            self.store = EpisodeStore(engine, self.embedder, bm25=bm25, for_reindex=for_reindex)
         except BaseException:
             if self._owns_engine:
                 engine.close()
@@ -190,6 +209,38 @@ class EpisodicMemory:
 
     optimize = threaded(Engine.optimize, via="engine")
 
+    async def reindex(
+        self,
+        embedder: Embedder | str | None = None,
+        *,
+        batch_size: int = 256,
+        on_progress: Callable[[int, int], object] | None = None,
+    ) -> ReindexReport:
+        """Re-embed every stored episode with `embedder` (default: this memory's), from its texts.
+
+        Resumable and safe to kill: the episodes are embedded into a staging collection while
+        the old one stays the store; one atomic switch makes the new one the store. Run it
+        again after an interruption and it embeds only what is missing. Afterwards this memory
+        uses `embedder`. Writes made meanwhile through this memory are carried over; other
+        processes cannot write (the store is locked), and other memories of this process on
+        the same folder should be closed first.
+
+        Args:
+            embedder: The embedder to build the store with: an `Embedder`, a fastembed model
+                name, or None for this memory's own (after `for_reindex=True`, the new one).
+            batch_size: Episodes embedded and written per batch.
+            on_progress: Called with (episodes done, episodes in all) after each batch.
+
+        Returns:
+            How many episodes were embedded, resumed and dropped.
+        """
+        new = self.embedder if embedder is None else resolve_embedder(embedder)
+        store, report = await asyncio.to_thread(
+            reindex_store, self.store, new, batch_size=batch_size, on_progress=on_progress
+        )
+        self.store, self.embedder = store, new
+        return report
+
     async def aclose(self) -> None:
         """Close the store (flushes the embedded engine)."""
         self.close()
@@ -235,11 +286,19 @@ class SyncEpisodicMemory(SyncTwin):
         embedder: Embedder | str | None = None,
         engine: Engine | None = None,
         bm25: Bm25Encoder | None = None,
+        for_reindex: bool = False,
         **options: Unpack[EngineOptions],
     ) -> None:
         self._owns_memory = memory is None
         if memory is None:
-            memory = EpisodicMemory(path, embedder=embedder, engine=engine, bm25=bm25, **options)
+            memory = EpisodicMemory(
+                path,
+                embedder=embedder,
+                engine=engine,
+                bm25=bm25,
+                for_reindex=for_reindex,
+                **options,
+            )
         self.memory = memory
         super().__init__(memory)
 
@@ -256,6 +315,7 @@ class SyncEpisodicMemory(SyncTwin):
     import_ = blocking(EpisodicMemory.import_)
     stats = blocking(EpisodicMemory.stats)
     optimize = blocking(EpisodicMemory.optimize)
+    reindex = blocking(EpisodicMemory.reindex)
 
     store = forward[EpisodeStore]("memory", "The synchronous store under the memory.")
     engine = forward[Engine]("memory", "The vector engine.")

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Unpack
 
-from episodex._common.errors import NotFoundError, ValidationError
+from episodex._common.errors import EmbedderMismatchError, NotFoundError, ValidationError
 from episodex._common.validation import require_int, require_text, require_weight
 from episodex._embedders.base import Embedder
 from episodex._engines.base import Engine
@@ -31,6 +31,7 @@ from episodex._engines.plan import (
     Match,
     Point,
     Range,
+    SparseVec,
     Stream,
 )
 from episodex._engines.sparse import Bm25Encoder
@@ -43,6 +44,12 @@ from episodex._episodes.transfer import ImportReport
 __all__ = ["EpisodeStore", "ImportReport", "RecallResult"]
 
 COLLECTION = "episodes"
+REINDEX_ADVICE = (
+    "open it with the same embedder, or re-embed it with this one: `episodex --path <folder> "
+    "reindex` on the command line, or in Python `EpisodicMemory(<path>, embedder=..., "
+    "for_reindex=True)` then `await memory.reindex()` (or export it and import the file "
+    "into a new store)"
+)
 STREAMS = ("short", "long", "bm25")
 RecallResult = dict[str, list[dict[str, Any]]]
 
@@ -55,6 +62,9 @@ class EpisodeStore:
         embedder: The dense embedder; its id and dimension are recorded in the collection.
         bm25: The sparse encoder.
         collection: Collection name.
+        for_reindex: Open a collection built with another embedder so that it can be
+            re-indexed: memorizing and recalling raise `EmbedderMismatchError` until then;
+            reading, exporting and forgetting work.
     """
 
     def __init__(
@@ -64,6 +74,7 @@ class EpisodeStore:
         *,
         bm25: Bm25Encoder | None = None,
         collection: str = COLLECTION,
+        for_reindex: bool = False,
     ) -> None:
         self.engine = engine
         self.embedder = embedder
@@ -77,37 +88,69 @@ class EpisodeStore:
             keywords=("agent_id", "conversation_id", "flows_activated", "tools_invoked"),
             floats=("timestamp_begin", "timestamp_end"),
         )
-        open_collection(
-            engine,
-            spec,
-            embedder_id=embedder.model_id,
-            kind="conversation_episodes",
-            schema=1,
-            where=f"the episode collection {collection!r}",
-            bm25=self.bm25.config,
-        )
+        settings: dict[str, Any] = {
+            "embedder_id": embedder.model_id,
+            "kind": "conversation_episodes",
+            "schema": 1,
+            "where": f"the episode collection {collection!r}",
+            "mismatch_advice": REINDEX_ADVICE,
+            "bm25": self.bm25.config,
+        }
+        #: Why vectors cannot be used (the collection awaits a re-index), or None.
+        self.mismatch: str | None = None
+        try:
+            stored = open_collection(engine, spec, **settings)
+        except EmbedderMismatchError as exc:
+            if not for_reindex:
+                raise
+            self.mismatch = str(exc)
+            # Read the manifest as stored, without the check.
+            stored = engine.ensure_collection(spec)
+        #: The model id the collection was built with.
+        self.stored_embedder: str = str(stored.get("embedder", embedder.model_id))
         self._write_lock = threading.Lock()
+
+    @property
+    def write_lock(self) -> threading.Lock:
+        """Held while this store writes with explicit ids, forgets, or switches a re-index."""
+        return self._write_lock
+
+    def _require_vectors(self) -> None:
+        if self.mismatch is not None:
+            raise EmbedderMismatchError(self.mismatch)
 
     # -- writing -------------------------------------------------------------------------
 
-    def _points(self, episodes: Sequence[ConversationEpisode]) -> list[Point]:
-        texts: list[str] = []
-        for ep in episodes:
-            texts.extend((ep.short_summary, ep.long_summary))
-        vectors = self.embedder.embed_documents(texts)
-        now = time.time()
-        points: list[Point] = []
-        for i, ep in enumerate(episodes):
-            payload = ep.to_payload(created_at=now)
-            points.append(
-                Point(
-                    id=ep.point_id or str(uuid.uuid4()),
-                    dense={"short": vectors[2 * i].tolist(), "long": vectors[2 * i + 1].tolist()},
-                    sparse={"bm25": self.bm25.document(f"{ep.short_summary}\n{ep.long_summary}")},
-                    payload=payload,
-                )
+    def vectors(
+        self, summaries: Sequence[tuple[str, str]]
+    ) -> list[tuple[dict[str, list[float]], dict[str, SparseVec]]]:
+        """The named dense and sparse vectors of each `(short, long)` summary pair.
+
+        What a point stores besides its payload: memorizing and re-indexing both build points
+        from it, so a new stream is added in one place.
+        """
+        texts = [text for pair in summaries for text in pair]
+        dense = self.embedder.embed_documents(texts)
+        return [
+            (
+                {"short": dense[2 * i].tolist(), "long": dense[2 * i + 1].tolist()},
+                {"bm25": self.bm25.document(f"{short}\n{long}")},
             )
-        return points
+            for i, (short, long) in enumerate(summaries)
+        ]
+
+    def _points(self, episodes: Sequence[ConversationEpisode]) -> list[Point]:
+        vectors = self.vectors([(ep.short_summary, ep.long_summary) for ep in episodes])
+        now = time.time()
+        return [
+            Point(
+                id=ep.point_id or str(uuid.uuid4()),
+                dense=dense,
+                sparse=sparse,
+                payload=ep.to_payload(created_at=now),
+            )
+            for ep, (dense, sparse) in zip(episodes, vectors, strict=True)
+        ]
 
     def memorize_many(
         self,
@@ -120,6 +163,7 @@ class EpisodeStore:
         A bad episode raises `ValidationError` naming its position before anything is written.
         """
         batch_size = require_int("batch_size", batch_size, minimum=1)
+        self._require_vectors()
         if isinstance(episodes, Mapping | str | bytes):
             raise ValidationError("memorize_many takes a list of episodes, not a single one")
         if not isinstance(episodes, Iterable):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -179,6 +223,7 @@ class EpisodeStore:
         that found it, its rank and score.
         """
         check_recall_options(options)
+        self._require_vectors()
         base = tenant_filter(user_id, agent_id)
         if not isinstance(query, str) or not query.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ValidationError(f"query must be a non-empty string, got {query!r}")

@@ -66,7 +66,7 @@ def export(
 
 def import_(
     self: EpisodeStore,
-    source: str | Path | IO[str],
+    source: str | Path | IO[str] | IO[bytes],
     *,
     errors: Literal["strict", "skip"] = "strict",
     user_id: str | None = None,
@@ -77,7 +77,8 @@ def import_(
 
     Args:
         self: The store to import into.
-        source: A path or an open text file.
+        source: A path, or an open file (text, or bytes: a line that is not UTF-8 is then a
+            bad line like any other).
         errors: `strict` imports nothing if any line is bad and raises `ImportFileError`
             listing every bad line; `skip` imports the valid lines and reports the others.
         user_id: If given, every record must belong to this user.
@@ -98,7 +99,8 @@ def import_(
                 "of a JSONL file written by export"
             ) from exc
     else:
-        lines = source.read().split("\n")
+        content = source.read()
+        lines = content.split(b"\n") if isinstance(content, bytes) else content.split("\n")
     report = ImportReport()
     valid: list[ConversationEpisode] = []
     numbers: list[int] = []

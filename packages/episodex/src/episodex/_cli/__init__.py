@@ -1,0 +1,1 @@
+"""Pieces of the `episodex` command line (the entry point is `episodex.cli`)."""

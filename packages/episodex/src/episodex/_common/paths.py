@@ -1,0 +1,37 @@
+"""Where episodex keeps things it was not told where to keep: the default store folder."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+__all__ = ["STORE_ENV", "default_store_path"]
+
+#: The environment variable that names the default store folder.
+STORE_ENV = "EPISODEX_PATH"
+
+
+def _data_home() -> Path:
+    # Each platform's convention for per-user application data that is not a cache.
+    if sys.platform == "win32":
+        local = os.environ.get("LOCALAPPDATA")
+        return Path(local) if local else Path.home() / "AppData" / "Local"
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Application Support"
+    xdg = os.environ.get("XDG_DATA_HOME")
+    # The XDG spec says a relative value is invalid and must be ignored.
+    return Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".local" / "share"
+
+
+def default_store_path() -> Path:
+    """The store `EpisodicMemory()` and the CLI open when given no place.
+
+    `$EPISODEX_PATH` when set; otherwise `episodex/memory` in the user's data folder:
+    `$XDG_DATA_HOME` (default `~/.local/share`) on Linux, `~/Library/Application Support` on
+    macOS, `%LOCALAPPDATA%` on Windows.
+    """
+    override = os.environ.get(STORE_ENV)
+    if override:
+        return Path(override).expanduser()
+    return _data_home() / "episodex" / "memory"

@@ -1,0 +1,163 @@
+"""Re-embedding a conversation-episode collection with another embedder or stream set.
+
+The stored texts are all a re-index needs (never the old model): every episode is copied,
+payload untouched, into a staging collection whose vectors the new `EpisodeStore` computes, and
+the engine then switches the collection's name to it in one atomic step. Until that step the
+old collection is the store; a run killed at any point loses nothing, and the next run finds
+the staging collection (its name is a digest of the source and the target) and embeds only
+what is not there yet.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from episodex._common.errors import ConfigurationError
+from episodex._common.validation import require_int
+from episodex._embedders.base import Embedder
+from episodex._engines.base import STAGING_MARK, ReindexableEngine
+from episodex._engines.plan import Filter, HasId, Hit, Point
+
+if TYPE_CHECKING:
+    from episodex._episodes.store import EpisodeStore
+
+__all__ = ["ReindexReport", "reindex"]
+
+_EVERYTHING = Filter()
+
+
+@dataclass
+class ReindexReport:
+    """What a re-index did.
+
+    Attributes:
+        previous_embedder: The model id the collection was built with.
+        embedder: The model id it is built with now.
+        episodes: Episodes in the collection after the switch.
+        embedded: Episodes embedded by this run.
+        resumed: Episodes an interrupted earlier run had embedded already.
+        removed: Staged episodes dropped because they were forgotten meanwhile.
+    """
+
+    previous_embedder: str
+    embedder: str
+    episodes: int
+    embedded: int
+    resumed: int
+    removed: int
+
+    def as_dict(self) -> dict[str, Any]:
+        """The report as a JSON-ready dict."""
+        return asdict(self)
+
+    def summary(self) -> str:
+        """One line for people."""
+        resumed = f", {self.resumed} from an interrupted run" if self.resumed else ""
+        return (
+            f"re-indexed {self.episodes} episode(s) with {self.embedder} (was "
+            f"{self.previous_embedder}): {self.embedded} embedded now{resumed}"
+        )
+
+
+def staging_name(store: EpisodeStore, embedder: Embedder, generation: str) -> str:
+    """The staging collection of re-indexing `store`'s current collection with `embedder`."""
+    target = [generation, embedder.model_id, embedder.dimension, dict(store.bm25.config)]
+    digest = hashlib.sha256(json.dumps(target, sort_keys=True).encode()).hexdigest()[:12]
+    return f"{store.collection}{STAGING_MARK}{digest}"
+
+
+def _ids(engine: ReindexableEngine, collection: str, flt: Filter = _EVERYTHING) -> set[str]:
+    found: set[str] = set()
+    offset: str | None = None
+    while True:
+        hits, offset = engine.scroll(collection, flt, limit=1024, with_payload=False, offset=offset)
+        found.update(h.id for h in hits)
+        if offset is None:
+            return found
+
+
+def _copy(target: EpisodeStore, hits: Sequence[Hit]) -> None:
+    if not hits:
+        return
+    vectors = target.vectors(
+        [(h.payload["short_summary_text"], h.payload["long_summary_text"]) for h in hits]
+    )
+    points = [
+        Point(id=h.id, dense=dense, sparse=sparse, payload=dict(h.payload))
+        for h, (dense, sparse) in zip(hits, vectors, strict=True)
+    ]
+    target.engine.upsert(target.collection, points)
+
+
+def reindex(
+    store: EpisodeStore,
+    embedder: Embedder,
+    *,
+    batch_size: int = 256,
+    on_progress: Callable[[int, int], object] | None = None,
+) -> tuple[EpisodeStore, ReindexReport]:
+    """Re-embed `store`'s collection with `embedder`; returns the store that serves it now.
+
+    Args:
+        store: The store to re-index (its embedder may differ from the stored one).
+        embedder: The embedder to build the collection with.
+        batch_size: Episodes embedded and written per batch.
+        on_progress: Called with (episodes done, episodes in all) after each batch.
+    """
+    from episodex._episodes.store import EpisodeStore
+
+    batch_size = require_int("batch_size", batch_size, minimum=1)
+    engine = store.engine
+    if not isinstance(engine, ReindexableEngine):
+        raise ConfigurationError(
+            f"{type(engine).__name__} cannot switch collections, so it cannot re-index; export "
+            "the store and import the file into a new store opened with the new embedder"
+        )
+    source = store.collection
+    previous = store.stored_embedder
+    staging = staging_name(store, embedder, engine.generation(source))
+    target = EpisodeStore(engine, embedder, bm25=store.bm25, collection=staging)
+    total = engine.count(source, _EVERYTHING)
+    done = embedded = resumed = 0
+    offset: str | None = None
+    while True:
+        hits, offset = engine.scroll(source, _EVERYTHING, limit=batch_size, offset=offset)
+        if hits:
+            have = _ids(engine, staging, Filter(must=(HasId(tuple(h.id for h in hits)),)))
+            todo = [h for h in hits if h.id not in have]
+            _copy(target, todo)
+            embedded += len(todo)
+            resumed += len(hits) - len(todo)
+            done += len(hits)
+            if on_progress is not None:
+                on_progress(done, max(total, done))
+        if offset is None:
+            break
+    # Writes made by this store meanwhile: hold them off while the staging collection catches
+    # up with what was added or forgotten, then switch.
+    with store.write_lock:
+        wanted, staged = _ids(engine, source), _ids(engine, staging)
+        missing = sorted(wanted - staged)
+        for start in range(0, len(missing), batch_size):
+            chunk = tuple(missing[start : start + batch_size])
+            hits, _ = engine.scroll(source, Filter(must=(HasId(chunk),)), limit=len(chunk))
+            _copy(target, hits)
+            embedded += len(hits)
+        extra = sorted(staged - wanted)
+        for start in range(0, len(extra), 1024):
+            engine.delete(staging, Filter(must=(HasId(tuple(extra[start : start + 1024])),)))
+        engine.switch_collection(source, staging)
+    switched = EpisodeStore(engine, embedder, bm25=store.bm25, collection=source)
+    report = ReindexReport(
+        previous_embedder=previous,
+        embedder=embedder.model_id,
+        episodes=len(wanted),
+        embedded=embedded,
+        resumed=resumed,
+        removed=len(extra),
+    )
+    return switched, report
