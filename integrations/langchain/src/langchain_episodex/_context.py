@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from typing import Any, TypedDict
 
 from episodex import ConfigurationError, ValidationError
+from episodex._common.validation import require_id
 
-__all__ = ["EpisodicContext", "Scope", "resolve_scope"]
+__all__ = ["EpisodicContext", "Scope", "check_thread_id", "resolve_scope"]
 
 
 class EpisodicContext(TypedDict, total=False):
@@ -47,9 +48,9 @@ def _lookup(source: object, name: str) -> Any:
 
 
 def _checked(name: str, value: object) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ValidationError(f"{name} must be a non-empty string, got {value!r}")
-    return value
+    # The core's one id rule, applied before the run: an id no write could store is refused
+    # here, before the model or any tool runs, not after the answer exists.
+    return require_id(name, value)
 
 
 def resolve_scope(
@@ -71,7 +72,8 @@ def resolve_scope(
 
     Raises:
         ConfigurationError: No user or agent id from either place.
-        ValidationError: An id that is not a non-empty string.
+        ValidationError: An id that breaks the store's id rule (1 to 512 characters, not
+            only whitespace).
     """
     ids: dict[str, str | None] = {}
     for name, default in (
@@ -93,3 +95,19 @@ def resolve_scope(
         if ids["conversation_id"] is None
         else _checked("conversation_id", ids["conversation_id"]),
     )
+
+
+def check_thread_id(thread_id: object) -> str:
+    """A LangGraph `thread_id` used as the conversation id, under the same id rule.
+
+    Raises:
+        ValidationError: The thread id is too long (or blank) to be a conversation id; pass a
+            shorter `conversation_id` in the context instead.
+    """
+    try:
+        return require_id("thread_id", str(thread_id))
+    except ValidationError as exc:
+        raise ValidationError(
+            f"{exc}; it is the conversation id episodes are recorded under: use a shorter "
+            "thread_id, or put a conversation_id in the runtime context"
+        ) from None

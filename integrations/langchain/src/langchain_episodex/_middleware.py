@@ -13,7 +13,7 @@ from episodex import EpisodicMemory as CoreMemory
 from langchain_core.language_models import BaseLanguageModel
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, SystemMessage
 
-from langchain_episodex._context import Scope, resolve_scope
+from langchain_episodex._context import Scope, check_thread_id, resolve_scope
 from langchain_episodex._llm import from_langchain
 from langchain_episodex._options import check_recall_options, core_memory
 from langchain_episodex._summaries import exchange_summaries, message_text, reflect_summaries
@@ -302,8 +302,11 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
             thread = get_config().get("configurable", {}).get("thread_id")
         except RuntimeError:  # outside a LangGraph run
             thread = None
-        conversation = str(thread) if thread else uuid.uuid4().hex
-        return Scope(scope.user_id, scope.agent_id, conversation)
+        if not thread:
+            return Scope(scope.user_id, scope.agent_id, uuid.uuid4().hex)
+        # Checked now, with the context's ids: the run is refused before any tool runs rather
+        # than recorded under an id the store cannot take after the answer exists.
+        return Scope(scope.user_id, scope.agent_id, check_thread_id(thread))
 
     # -- before the run: recall once -----------------------------------------------------
 
