@@ -72,6 +72,7 @@ EPISODEX = [
     "StepGrade",
     "StepLessonMemory",
     "StepMemory",
+    "StorageFullError",
     "StoreClosedError",
     "StoreFileError",
     "StoreLockedError",

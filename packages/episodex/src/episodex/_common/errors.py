@@ -14,6 +14,7 @@ EpisodexError
 ├── EngineError                   (also a RuntimeError) the vector engine failed
 │   ├── StoreLockedError          another process holds the embedded store open
 │   ├── StoreClosedError          the memory or store was closed (or its folder deleted)
+│   ├── StorageFullError          too little free disk for the embedded store to grow
 │   └── EngineUnavailableError    the Qdrant server could not be reached
 └── EmbeddingError                (also a RuntimeError) the embedding model failed
 ```
@@ -35,6 +36,7 @@ __all__ = [
     "GradingError",
     "ImportFileError",
     "NotFoundError",
+    "StorageFullError",
     "StoreClosedError",
     "StoreFileError",
     "StoreLockedError",
@@ -112,6 +114,13 @@ class StoreLockedError(EngineError):
 
 class StoreClosedError(EngineError):
     """The memory or store was closed, or its folder deleted while open; nothing was written."""
+
+
+class StorageFullError(EngineError):
+    """The embedded store's disk has too little free space to grow safely; nothing was written.
+
+    The store is left intact and opens again once space is freed.
+    """
 
 
 class EngineUnavailableError(EngineError):
