@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 from episodex import SyncEpisodicMemory
-
-from tests.reliability._support import HashEmbedder
+from episodex.testing import HashEmbedder
 
 EDGES: dict[str, Any] = {
     "max": 2**63 - 1,

@@ -14,8 +14,7 @@ from episodex import (
     StepLessonMemory,
     SyncEpisodicMemory,
 )
-
-from tests.reliability._support import HashEmbedder
+from episodex.testing import HashEmbedder
 
 
 def _episode(conversation: str, n: int) -> dict[str, object]:

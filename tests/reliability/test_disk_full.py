@@ -21,8 +21,7 @@ from typing import Any
 
 import pytest
 from episodex import ConfigurationError, EpisodicMemory, StorageFullError
-
-from tests.reliability._support import HashEmbedder
+from episodex.testing import HashEmbedder
 
 TESTS = Path(__file__).resolve().parents[1]
 MiB = 1024 * 1024
@@ -77,7 +76,7 @@ _FILL = textwrap.dedent(
     import json, sys
     sys.path.insert(0, sys.argv[2])
     from episodex import EpisodicMemory, StorageFullError
-    from reliability._support import HashEmbedder
+    from episodex.testing import HashEmbedder
     try:
         mem = EpisodicMemory(path=sys.argv[1], embedder=HashEmbedder(dimension=384),
                              min_free_bytes=int(sys.argv[3]))

@@ -11,8 +11,7 @@ from typing import Any
 
 import pytest
 from episodex import StepLessonMemory, SyncEpisodicMemory, SyncStepLessonMemory, ValidationError
-
-from tests.reliability._support import HashEmbedder
+from episodex.testing import HashEmbedder
 
 LONG = "t" * 600
 LIMIT = "t" * 512
