@@ -2,12 +2,20 @@
 
 A hypothesis state machine drives random operations for many users and agents (with ids that
 differ only by case, a trailing space or an accent) and checks every answer against a plain
-dictionary model. The same machine runs on every backend.
+dictionary model. The same machine runs on every backend. Besides the core API it writes
+nested and huge metadata (refused exactly where the store's bounds say), reads through the
+LangChain and LlamaIndex retrievers, and records through the adapters' id sources: the LCEL
+helpers' `configurable` against their defaults, and the agent middleware's runtime context
+against its defaults and the LangGraph thread id. A second test shares one lessons instance
+among concurrent attempts of look-alike users.
 """
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import io
+import json
 from collections import Counter
 from collections.abc import Generator
 from contextlib import contextmanager
@@ -21,12 +29,14 @@ from episodex import (
     EpisodicMemory,
     ImportFileError,
     NotFoundError,
+    ProgrammaticGrader,
+    StepLessonMemory,
     SyncEpisodicMemory,
     ValidationError,
     default_embedder,
 )
 from episodex.testing import HashEmbedder
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -75,6 +85,7 @@ class Episode:
     long: str
     end: datetime
     flows: list[str]
+    metadata: dict[str, Any] | None = None
 
 
 @contextmanager
@@ -113,6 +124,7 @@ class IsolationMachine(RuleBasedStateMachine):
     shared: ClassVar[SyncEpisodicMemory | None]
     embedder: ClassVar[Any]
     operations: ClassVar[int] = 0  # rules run, over every example of this class
+    by_rule: ClassVar[Counter[str]]  # how often each rule ran
 
     def __init__(self) -> None:
         super().__init__()
@@ -183,6 +195,9 @@ class IsolationMachine(RuleBasedStateMachine):
 
     def _count_op(self) -> None:
         type(self).operations += 1
+        frame = inspect.currentframe()
+        caller = frame.f_back if frame is not None else None
+        type(self).by_rule[caller.f_code.co_name if caller is not None else "?"] += 1
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -229,6 +244,158 @@ class IsolationMachine(RuleBasedStateMachine):
                 self.mem.memorize(**rec, point_id=pid)
             kept = self.mem.get(pid, user_id=victim.user, agent_id=victim.agent)
             assert kept["short_summary_text"] == victim.short
+        self._count_op()
+
+    @rule(
+        tenant=tenants,
+        conv=convs,
+        text=texts,
+        depth=st.integers(1, 40),
+        blob=st.sampled_from([0, 0, 0, 2_000, 60_000, (1 << 20) - 200, (1 << 20) + 10]),
+        number=st.sampled_from([0, 2**53 + 1, 2**63 - 1, -(2**63), 2**63, -(2**64)]),
+    )
+    def memorize_nested_or_huge_metadata(
+        self, tenant: tuple[str, str], conv: str, text: str, depth: int, blob: int, number: int
+    ) -> None:
+        """Accepted exactly within the bounds (32 levels, 1 MiB, 64-bit), and kept exactly."""
+        nested: dict[str, Any] = {"leaf": number}
+        for _ in range(depth - 1):
+            nested = {"k": nested}
+        metadata: dict[str, Any] = {"blob": "m" * blob, "tree": nested}
+        levels = depth + 1  # the metadata object itself is the first level
+        fits = (
+            levels <= 32
+            and len(json.dumps(metadata).encode()) <= 1 << 20
+            and -(2**63) <= number < 2**63
+        )
+        rec: dict[str, Any] = {**self._record(tenant, conv, text, []), "metadata": metadata}
+        if not fits:
+            with pytest.raises(ValidationError):
+                self.mem.memorize(**rec)
+        else:
+            pid = self.mem.memorize(**rec)
+            self._remember(pid, rec)
+            self.model[pid].metadata = metadata
+        self._count_op()
+
+    # -- the adapters' id sources ---------------------------------------------------------
+
+    def _adopt_newest(self, tenant: tuple[str, str], before: set[str]) -> None:
+        """Put the one episode an adapter just wrote for `tenant` into the model."""
+        items = self.mem.read_recent(BIG, user_id=tenant[0], agent_id=tenant[1])
+        new = [i for i in items if i["point_id"] not in before]
+        assert len(new) == 1, (tenant, new)
+        item = new[0]
+        self._check_item_owner(item, tenant)
+        self.model[item["point_id"]] = Episode(
+            tenant[0],
+            tenant[1],
+            item["conversation_id"],
+            item["short_summary_text"],
+            item["long_summary_text"],
+            item["timestamp_end"],
+            list(item.get("flows_activated") or []),
+        )
+
+    def _check_item_owner(self, item: dict[str, Any], tenant: tuple[str, str]) -> None:
+        assert (item["user_id"], item["agent_id"]) == tenant, f"written to the wrong tenant {item}"
+
+    @rule(
+        tenant=tenants,
+        conv=convs,
+        text=texts,
+        split=st.sampled_from(["configurable", "defaults", "mixed"]),
+    )
+    def record_through_lcel(
+        self, tenant: tuple[str, str], conv: str, text: str, split: str
+    ) -> None:
+        """`configurable` ids win over the helper's defaults, and land on exactly that tenant."""
+        from langchain_episodex import record_exchange
+
+        user, agent = tenant
+        decoy = next(t for t in TENANTS if t != tenant)
+        if split == "configurable":
+            defaults = {"user_id": decoy[0], "agent_id": decoy[1]}
+            configurable = {"user_id": user, "agent_id": agent, "conversation_id": conv}
+        elif split == "defaults":
+            defaults = {"user_id": user, "agent_id": agent, "conversation_id": conv}
+            configurable = {}
+        else:
+            defaults = {"user_id": decoy[0], "agent_id": agent}
+            configurable = {"user_id": user, "conversation_id": conv}
+        before = set(self._owned(tenant))
+        record_exchange(
+            self.raw, text, f"answer to {text}", config={"configurable": configurable}, **defaults
+        )
+        self._adopt_newest(tenant, before)
+        self._count_op()
+
+    @rule(tenant=tenants, conv=convs, text=texts, source=st.sampled_from(["context", "defaults"]))
+    def record_through_the_agent_middleware(
+        self, tenant: tuple[str, str], conv: str, text: str, source: str
+    ) -> None:
+        """Runtime context ids win over the middleware's defaults; the thread id is the conversation."""
+        from langchain.agents import create_agent
+        from langchain_core.language_models import GenericFakeChatModel
+        from langchain_core.messages import AIMessage, HumanMessage
+        from langchain_episodex import EpisodicContext, EpisodicMemoryMiddleware
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        user, agent = tenant
+        decoy = next(t for t in TENANTS if t[0] != user and t[1] != agent)
+        if source == "context":
+            middleware = EpisodicMemoryMiddleware(self.raw, user_id=decoy[0], agent_id=decoy[1])
+            context = {"user_id": user, "agent_id": agent}
+        else:
+            middleware = EpisodicMemoryMiddleware(self.raw, user_id=user, agent_id=agent)
+            context = {}
+        runner = create_agent(
+            GenericFakeChatModel(messages=iter([AIMessage(f"answer to {text}")])),
+            middleware=[middleware],
+            context_schema=EpisodicContext,
+            checkpointer=InMemorySaver(),
+        )
+        before = set(self._owned(tenant))
+        out = runner.invoke(
+            {"messages": [HumanMessage(text)]},
+            {"configurable": {"thread_id": conv}},
+            context=context,
+        )
+        assert out["messages"][-1].text == f"answer to {text}"
+        self._adopt_newest(tenant, before)
+        [new] = set(self._owned(tenant)) - before
+        assert self.model[new].conv == conv
+        self._count_op()
+
+    @rule(tenant=tenants, conv=st.none() | convs, query=texts)
+    def langchain_retriever(self, tenant: tuple[str, str], conv: str | None, query: str) -> None:
+        from langchain_episodex import EpisodicRetriever
+
+        retriever = EpisodicRetriever(
+            memory=self.raw, user_id=tenant[0], agent_id=tenant[1], conversation_id=conv, k=BIG
+        )
+        docs = retriever.invoke(query)
+        assert {(d.metadata["user_id"], d.metadata["agent_id"]) for d in docs} <= {tenant}
+        assert {d.id for d in docs} == set(self._owned(tenant))
+        self._count_op()
+
+    @rule(tenant=tenants, conv=convs, query=texts)
+    def llama_index_retriever(self, tenant: tuple[str, str], conv: str, query: str) -> None:
+        from llama_index.memory.episodex import EpisodicRetriever
+
+        retriever = EpisodicRetriever(
+            self.raw,
+            user_id=tenant[0],
+            agent_id=tenant[1],
+            conversation_id=conv,
+            previous_conversation_limit=BIG,
+            same_conversation_limit=BIG,
+        )
+        nodes = retriever.retrieve(query)
+        assert {(n.node.metadata["user_id"], n.node.metadata["agent_id"]) for n in nodes} <= {
+            tenant
+        }
+        assert {n.node.metadata["point_id"] for n in nodes} == set(self._owned(tenant))
         self._count_op()
 
     # -- reads ----------------------------------------------------------------------------
@@ -322,6 +489,8 @@ class IsolationMachine(RuleBasedStateMachine):
             item = self.mem.get(pid, user_id=asker[0], agent_id=asker[1])
             self._check_item(item, asker)
             assert item["long_summary_text"] == ep.long
+            if ep.metadata is not None:
+                assert item["metadata"] == ep.metadata
         else:
             with pytest.raises(NotFoundError):
                 self.mem.get(pid, user_id=asker[0], agent_id=asker[1])
@@ -390,6 +559,11 @@ class IsolationMachine(RuleBasedStateMachine):
         assert total_points(self.raw) == len(self.model)
 
 
+def _is_rule(name: str) -> bool:
+    member = getattr(IsolationMachine, name, None)
+    return callable(member) and hasattr(member, "hypothesis_stateful_rule")
+
+
 def _settings(examples: int, steps: int) -> settings:
     return settings(
         max_examples=examples,
@@ -406,10 +580,13 @@ def test_random_operations_never_cross_tenants(backend: str, tmp_path: Path) -> 
     """Over a thousand random operations per backend, with a fake embedder (exact vectors)."""
     embedder = HashEmbedder()
     with shared_memory(backend, tmp_path, embedder) as mem:
-        attrs = {"shared": mem, "embedder": embedder, "operations": 0}
+        attrs = {"shared": mem, "embedder": embedder, "operations": 0, "by_rule": Counter()}
         machine = type("IsolationMachine", (IsolationMachine,), attrs)
         run_state_machine_as_test(machine, settings=_settings(25, 50))
     assert machine.operations >= 1000, machine.operations
+    # Every kind of operation ran, the adapters' id sources and big metadata included.
+    rules = {name for name, _ in inspect.getmembers(IsolationMachine) if _is_rule(name)}
+    assert {r for r in rules if machine.by_rule[r] < 5} == set(), machine.by_rule
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -419,7 +596,94 @@ def test_random_operations_never_cross_tenants_with_the_real_embedder(
     """The same machine on the bundled model: real vectors, where identical texts collide."""
     embedder = default_embedder()
     with shared_memory(backend, tmp_path, embedder) as mem:
-        attrs = {"shared": mem, "embedder": embedder, "operations": 0}
+        attrs = {"shared": mem, "embedder": embedder, "operations": 0, "by_rule": Counter()}
         machine = type("IsolationMachine", (IsolationMachine,), attrs)
         run_state_machine_as_test(machine, settings=_settings(6, 30))
     assert machine.operations >= 100, machine.operations
+
+
+# -- one lessons instance shared by concurrent attempts ---------------------------------------
+
+LESSON_USERS = ("alice", "Alice", "alice ", "ålice", "bob")
+LESSON_PAGE = {"url": "https://desk.test/t/7", "elements": ["[12] button 'Priority'"]}
+
+
+class LessonRun:
+    """Counts lesson operations over every example of the property test."""
+
+    operations = 0
+
+
+async def _attempt(
+    lessons: StepLessonMemory, session: str, user: int, steps: int, gate: asyncio.Event
+) -> str:
+    """One user's attempt on the shared instance: wrong steps tagged with the user's index."""
+    await lessons.init_episode(session, user_id=LESSON_USERS[user], agent_id="web", task="t")
+    await gate.wait()  # every attempt is open on the shared instance at once
+    for n in range(steps):
+        await lessons.record_step_start(
+            env_pre=LESSON_PAGE, internal_state=f"try {n}", action=f"fill('u{user}', '{n}')"
+        )
+        await asyncio.sleep(0)  # let the other attempts interleave
+    block = await lessons.lessons_block(LESSON_PAGE, "t")
+    await lessons.end_episode(final_env=LESSON_PAGE)
+    LessonRun.operations += steps + 3
+    return block
+
+
+async def _round(lessons: StepLessonMemory, session: str, plan: list[tuple[int, int]]) -> None:
+    for _ in range(2):  # the second round sees the first round's graded lessons
+        gate = asyncio.Event()
+        tasks = [
+            asyncio.create_task(_attempt(lessons, session, user, steps, gate))
+            for user, steps in plan
+        ]
+        await asyncio.sleep(0)
+        gate.set()
+        blocks = await asyncio.gather(*tasks)
+        for (user, _), block in zip(plan, blocks, strict=True):
+            others = {f"'u{u}'" for u, _ in plan if u != user}
+            assert not any(tag in block for tag in others), (user, block)
+    for user, steps in plan:
+        stored = await lessons.load_all_memories_for_session(
+            session, user_id=LESSON_USERS[user], agent_id="web"
+        )
+        assert {m.user_id for m in stored} <= {LESSON_USERS[user]}
+        assert all(f"'u{user}'" in m.action for m in stored)
+        LessonRun.operations += 1
+        del steps
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["edge", "memory"])
+def test_a_shared_lessons_instance_never_mixes_users(backend: str, tmp_path: Path) -> None:
+    """Issue 14, item 2 under load: one instance, concurrent attempts of look-alike users."""
+    embedder = HashEmbedder()
+    memory = (
+        EpisodicMemory(tmp_path / "store", embedder=embedder)
+        if backend == "edge"
+        else EpisodicMemory(location=":memory:", embedder=embedder)
+    )
+    lessons = StepLessonMemory.from_memory(
+        memory, grader=ProgrammaticGrader(expected_actions=["click('12')"])
+    )
+    LessonRun.operations = 0
+    sessions = iter(range(10**6))
+
+    @settings(max_examples=40, derandomize=True, database=None, deadline=None)
+    @given(
+        plan=st.lists(
+            st.tuples(st.integers(0, len(LESSON_USERS) - 1), st.integers(1, 4)),
+            min_size=2,
+            max_size=5,
+            unique_by=lambda p: p[0],
+        )
+    )
+    def check(plan: list[tuple[int, int]]) -> None:
+        asyncio.run(_round(lessons, f"session-{next(sessions)}", plan))
+
+    try:
+        check()
+    finally:
+        memory.close()
+    assert LessonRun.operations >= 1000, LessonRun.operations

@@ -59,7 +59,7 @@ def run_scope(
 
     Raises:
         ConfigurationError: No user or agent id anywhere.
-        ValidationError: The id that wins is not a non-empty string.
+        ValidationError: The id that wins (or the thread id) breaks the store's id rule.
     """
     merged = ensure_config(config)
     configurable: Mapping[str, Any] = merged.get("configurable") or {}

@@ -12,6 +12,7 @@ from episodex._common.errors import (
     ImportFileError,
     NotFoundError,
     NotSupportedError,
+    StorageFullError,
     StoreClosedError,
     StoreFileError,
     StoreLockedError,
@@ -22,6 +23,7 @@ from episodex._common.llm import LLMCallable
 from episodex._common.scope import MemoryScope, resolve_scope
 from episodex._common.sync import run_sync
 from episodex._common.tokens import DEFAULT_ENCODING, token_counter
+from episodex._common.validation import require_id
 from episodex._embedders.base import Embedder
 from episodex._embedders.cache import VectorCacheEmbedder
 from episodex._embedders.fastembed import (
@@ -135,6 +137,7 @@ __all__ = [
     "StepGrade",
     "StepLessonMemory",
     "StepMemory",
+    "StorageFullError",
     "StoreClosedError",
     "StoreFileError",
     "StoreLockedError",
@@ -161,6 +164,7 @@ __all__ = [
     "open_engine",
     "render_episodes",
     "render_memories",
+    "require_id",
     "resolve_scope",
     "run_sync",
     "span_episodes",

@@ -15,6 +15,7 @@ EpisodexError
 ├── EngineError                   (also a RuntimeError) the vector engine failed
 │   ├── StoreLockedError          another process holds the embedded store open
 │   ├── StoreClosedError          the memory or store was closed (or its folder deleted)
+│   ├── StorageFullError          too little free disk for the embedded store to grow
 │   └── EngineUnavailableError    the Qdrant server could not be reached
 └── EmbeddingError                (also a RuntimeError) the embedding model failed
 ```
@@ -37,6 +38,7 @@ __all__ = [
     "ImportFileError",
     "NotFoundError",
     "NotSupportedError",
+    "StorageFullError",
     "StoreClosedError",
     "StoreFileError",
     "StoreLockedError",
@@ -118,6 +120,13 @@ class StoreLockedError(EngineError):
 
 class StoreClosedError(EngineError):
     """The memory or store was closed, or its folder deleted while open; nothing was written."""
+
+
+class StorageFullError(EngineError):
+    """The embedded store's disk has too little free space to grow safely; nothing was written.
+
+    The store is left intact and opens again once space is freed.
+    """
 
 
 class EngineUnavailableError(EngineError):

@@ -17,6 +17,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from episodex._common.errors import ValidationError
 from episodex._common.validation import (
+    MAX_ID_LENGTH,
     describe_validation_error,
     json_object,
     parse_model,
@@ -62,10 +63,13 @@ def to_utc(value: datetime) -> datetime:
         raise ValueError(f"{value.isoformat()} is out of range once converted to UTC") from None
 
 
-#: An id: 1 to 512 characters.
-Id = Annotated[StrictStr, Field(min_length=1, max_length=512)]
-#: An id that is not only whitespace (reads refuse such ids, so a write must too).
-NonBlankId = Annotated[StrictStr, Field(min_length=1, max_length=512), AfterValidator(not_blank)]
+#: An id: the one id rule (`require_id`) of every read and write: 1 to `MAX_ID_LENGTH`
+#: characters, not only whitespace, so an id a write accepts can always be read back.
+NonBlankId = Annotated[
+    StrictStr, Field(min_length=1, max_length=MAX_ID_LENGTH), AfterValidator(not_blank)
+]
+#: The same rule, under its first name.
+Id = NonBlankId
 #: Text with at least one character that is not whitespace.
 NonBlankText = Annotated[StrictStr, AfterValidator(not_blank)]
 #: A point id: a UUID string, kept in canonical form.

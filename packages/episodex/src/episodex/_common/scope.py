@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from episodex._common.errors import ConfigurationError, ValidationError
+from episodex._common.validation import id_problem
 
 __all__ = ["ID_NAMES", "MemoryScope", "resolve_scope"]
 
@@ -46,9 +47,22 @@ def _lookup(source: object, name: str) -> object:
 
 
 def _checked(name: str, value: object, origin: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ValidationError(f"{name} from {origin} must be a non-empty string, got {value!r}")
-    return value
+    # The store's one id rule, applied before the run: an id no write could store is refused
+    # here, before the model or any tool runs, not after the answer exists.
+    problem = id_problem(value)
+    if problem is not None:
+        raise ValidationError(f"{name} from {origin} {problem}")
+    return str(value)
+
+
+def _thread_conversation(thread_id: object) -> str:
+    problem = id_problem(str(thread_id))
+    if problem is not None:
+        raise ValidationError(
+            f"thread_id {problem}; it is the conversation id episodes are recorded under: use "
+            "a shorter thread_id, or put a conversation_id in the runtime context"
+        )
+    return str(thread_id)
 
 
 def resolve_scope(
@@ -72,7 +86,8 @@ def resolve_scope(
 
     Raises:
         ConfigurationError: No source names a user id or an agent id.
-        ValidationError: The id that wins is not a non-empty string.
+        ValidationError: The id that wins, or the thread id taken as the conversation, breaks
+            the store's id rule (1 to 512 characters, not only whitespace).
     """
     sources = (("an argument", explicit), ("the runtime context", context))
     sources += (("the config", configurable),)
@@ -85,7 +100,7 @@ def resolve_scope(
                 found[name] = _checked(name, value, origin)
                 break
     if found["conversation_id"] is None and thread_id is not None and str(thread_id).strip():
-        found["conversation_id"] = str(thread_id)
+        found["conversation_id"] = _thread_conversation(thread_id)
     for name in ("user_id", "agent_id"):
         if found[name] is None:
             raise ConfigurationError(f"no {name}: pass {name}= or put it in {where}")

@@ -14,9 +14,12 @@ from pydantic import ValidationError as PydanticValidationError
 from episodex._common.errors import ValidationError
 
 __all__ = [
+    "MAX_ID_LENGTH",
     "describe_validation_error",
+    "id_problem",
     "json_object",
     "parse_model",
+    "require_id",
     "require_int",
     "require_text",
     "require_weight",
@@ -49,6 +52,10 @@ def describe_validation_error(exc: PydanticValidationError, what: str) -> str:
             parts.append(f"{loc}: {msg} (got {shown})")
     return f"invalid {what}: " + "; ".join(parts)
 
+
+#: Longest id (user, agent, conversation, session, run, step, task), in characters: one rule
+#: for every write and every read, so an id a read accepts can always be written too.
+MAX_ID_LENGTH = 512
 
 #: Deepest nesting of a JSON field. The embedded engine cannot read back a write-ahead-log
 #: entry nested much deeper (about 120 levels broke it), and one unreadable entry would stop
@@ -162,6 +169,31 @@ def require_text(name: str, value: object) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ValidationError(f"{name} must be a non-empty string, got {value!r}")
     return value
+
+
+def id_problem(value: object) -> str | None:
+    """Why `value` is not a valid id, or None: the one id rule of reads and writes.
+
+    An id is a string of 1 to `MAX_ID_LENGTH` characters, not only whitespace, storable as
+    UTF-8.
+    """
+    if not isinstance(value, str) or not value.strip():
+        return f"must be a non-empty string, got {_SHORT.repr(value)}"
+    if len(value) > MAX_ID_LENGTH:
+        return f"must be at most {MAX_ID_LENGTH} characters, got {len(value)}"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "has a lone surrogate, which cannot be stored as UTF-8"
+    return None
+
+
+def require_id(name: str, value: object, *, error: type[ValueError] = ValidationError) -> str:
+    """`value` must be a valid id (see `id_problem`); raises `error` naming `name` if not."""
+    problem = id_problem(value)
+    if problem is not None:
+        raise error(f"{name} {problem}")
+    return str(value)
 
 
 def require_int(

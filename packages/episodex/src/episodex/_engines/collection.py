@@ -6,12 +6,18 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from episodex._common.errors import EmbedderMismatchError
-from episodex._common.validation import require_text
+from episodex._common.errors import ConfigurationError, EmbedderMismatchError
+from episodex._common.validation import require_id
 from episodex._engines.base import Engine
 from episodex._engines.plan import CollectionSpec, Filter, HasId, Match
 
-__all__ = ["check_manifest", "foreign_claims", "open_collection", "tenant_filter"]
+__all__ = [
+    "check_manifest",
+    "delete_counted",
+    "foreign_claims",
+    "open_collection",
+    "tenant_filter",
+]
 
 
 def foreign_claims(
@@ -62,7 +68,19 @@ _ADVICE = "open it with the same embedder, or export and re-import into a new st
 def check_manifest(
     stored: Mapping[str, Any], expected: Mapping[str, Any], where: str, advice: str = _ADVICE
 ) -> None:
-    """Raise `EmbedderMismatchError` if a store was made with another embedder or dimension."""
+    """Refuse a collection of another kind of records, embedder or dimension.
+
+    Raises:
+        ConfigurationError: The collection holds another kind of records (a task store opened
+            on the conversation episodes' collection, say): reading it would misparse them and
+            writing would mix two kinds in one collection.
+        EmbedderMismatchError: It was made with another embedder or dimension.
+    """
+    if "kind" in stored and stored["kind"] != expected["kind"]:
+        raise ConfigurationError(
+            f"{where} holds {stored['kind']!r} records, not {expected['kind']!r}; give this "
+            "memory or store another collection name"
+        )
     for key in ("embedder", "dimension"):
         if key in stored and stored[key] != expected[key]:
             raise EmbedderMismatchError(
@@ -117,7 +135,30 @@ def tenant_filter(user_id: object, agent_id: object) -> Filter:
     """The filter every operation starts from: this user AND this agent."""
     return Filter(
         must=(
-            Match("user_id", require_text("user_id", user_id)),
-            Match("agent_id", require_text("agent_id", agent_id)),
+            Match("user_id", require_id("user_id", user_id)),
+            Match("agent_id", require_id("agent_id", agent_id)),
         )
     )
+
+
+def delete_counted(engine: Engine, collection: str, flt: Filter, *, page: int = 1024) -> int:
+    """Delete the points matching `flt` when the call starts; return how many were deleted.
+
+    Counting and then deleting by filter would report a number taken before the delete, and a
+    write landing in between would be deleted uncounted. So the matching ids are listed first
+    and only those are deleted: a point written meanwhile survives (it came after the forget),
+    and the number returned is the listed points no longer stored afterwards.
+    """
+    ids: list[str] = []
+    offset: str | None = None
+    while True:
+        hits, offset = engine.scroll(collection, flt, limit=page, with_payload=False, offset=offset)
+        ids.extend(h.id for h in hits)
+        if offset is None or not hits:
+            break
+    remaining = 0
+    for start in range(0, len(ids), page):
+        chunk = flt.and_(HasId(tuple(ids[start : start + page])))
+        engine.delete(collection, chunk)
+        remaining += engine.count(collection, chunk)
+    return len(ids) - remaining

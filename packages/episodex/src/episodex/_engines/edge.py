@@ -38,6 +38,13 @@ from episodex._engines.plan import (
     SparseVec,
     Stream,
 )
+from episodex._engines.space import (
+    DEFAULT_MIN_FREE_BYTES,
+    FreeSpace,
+    estimate_write_bytes,
+    sparse_bytes,
+    used_bytes,
+)
 
 __all__ = ["EdgeEngine", "store_exists"]
 
@@ -80,6 +87,11 @@ def store_exists(path: str | os.PathLike[str], collection: str) -> bool:
 _ID_KEY = "_episodex_id"
 _ID_SCHEME = "u64-hash-of-uuid"
 _LOW_64 = (1 << 64) - 1
+
+# What creating a collection takes on disk (measured: about 17 MiB for the episodes one, its
+# first segment, payload indexes and write-ahead log), and what a delete may write.
+_CREATE_BYTES = 24 * 1024 * 1024
+_DELETE_BYTES = 1024 * 1024
 
 
 def _uuid(point_id: str) -> uuid.UUID:
@@ -308,12 +320,20 @@ class EdgeEngine:
     `EdgeEngine` on one folder is a handle on the same open shards (closing one leaves the
     others working).
 
+    The files are memory-mapped, and a full disk would kill the process (SIGBUS), so opening a
+    collection, every write and `optimize` first check that `min_free_bytes` stay free on the
+    store's disk, and raise `StorageFullError` otherwise, with the store intact.
+
     Args:
         path: The store folder; created if missing.
+        min_free_bytes: Bytes kept free on the store's disk (default 128 MiB).
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, min_free_bytes: int = DEFAULT_MIN_FREE_BYTES
+    ) -> None:
         self._root = Path(path)
+        self._space = FreeSpace(self._root, min_free_bytes)  # checked before anything is made
         try:
             self._root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -364,6 +384,8 @@ class EdgeEngine:
                         "UUID point ids; export it with that version and import the file into a "
                         "new store"
                     )
+                # Loading fills the memory-mapped files to their length and replays the log.
+                self._space.require(sparse_bytes(folder), f"opening {folder}")
                 try:
                     shard = qe.EdgeShard.load(str(folder))
                 except Exception as exc:
@@ -389,6 +411,7 @@ class EdgeEngine:
                     payload_m=16 if spec.tenant_key else None,
                 ),
             )
+            self._space.require(_CREATE_BYTES, f"creating {folder}")
             try:
                 if (folder / "edge_config.json").exists():
                     # A crash between creating the shard and writing the manifest: reuse it.
@@ -437,9 +460,11 @@ class EdgeEngine:
             )
             for p in points
         ]
+        needed = estimate_write_bytes(points)
         with self._lock:
             shard = self._shard(collection)
             self._folder_lock.check()
+            self._space.require(needed, f"writing {len(points)} point(s)")
             self._refuse_key_collisions(shard, points, key)
             try:
                 shard.update(qe.UpdateOperation.upsert_points(rendered))
@@ -482,6 +507,7 @@ class EdgeEngine:
         with self._lock:
             shard = self._shard(collection)
             self._folder_lock.check()
+            self._space.require(_DELETE_BYTES, "deleting")
             try:
                 shard.update(
                     qe.UpdateOperation.delete_points_by_filter(
@@ -634,7 +660,9 @@ class EdgeEngine:
     def optimize(self) -> None:
         """Run Qdrant's segment optimizers (HNSW build, merges) on every open shard."""
         with self._lock:
-            for shard in self._shards.values():
+            for name, shard in self._shards.items():
+                # A merge rewrites segments: room for a new copy of the collection's data.
+                self._space.require(used_bytes(self._root / name), f"optimizing {name!r}")
                 shard.optimize()
 
     def flush(self) -> None:

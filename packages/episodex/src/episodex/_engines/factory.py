@@ -42,6 +42,11 @@ class EngineOptions(TypedDict, total=False):
     client_options: Mapping[str, Any] | None
     """More keyword arguments for `qdrant_client.QdrantClient`."""
 
+    min_free_bytes: int
+    """Embedded store only: bytes kept free on its disk (default 128 MiB). A write, an
+    optimize or an open that would leave less raises `StorageFullError` instead of letting
+    the memory-mapped files hit a full disk."""
+
 
 def check_engine_options(options: Mapping[str, object], where: str) -> None:
     """Raise `TypeError`, as Python does for a bad keyword, for a name `EngineOptions` lacks."""
@@ -71,8 +76,15 @@ def open_engine(*, path: str | None = None, **options: Unpack[EngineOptions]) ->
     _refuse_unused(options, path=bool(path), api_key=key)
     if path:
         from episodex._engines.edge import EdgeEngine
+        from episodex._engines.space import DEFAULT_MIN_FREE_BYTES
 
-        return EdgeEngine(path)
+        return EdgeEngine(
+            path, min_free_bytes=options.get("min_free_bytes", DEFAULT_MIN_FREE_BYTES)
+        )
+    if "min_free_bytes" in options:
+        raise ConfigurationError(
+            "min_free_bytes is for the embedded store (path=); a Qdrant server manages its disk"
+        )
     from episodex._engines.qdrant import QdrantClientEngine
 
     if location is not None and location != ":memory:":

@@ -14,10 +14,11 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Unpack
 
 from episodex._common.errors import EmbedderMismatchError, NotFoundError, ValidationError
-from episodex._common.validation import require_int, require_text, require_weight
+from episodex._common.validation import require_id, require_int, require_weight
 from episodex._embedders.base import Embedder
 from episodex._engines.base import Engine
 from episodex._engines.collection import (
+    delete_counted,
     foreign_claims,
     open_collection,
     tenant_filter,
@@ -228,7 +229,7 @@ class EpisodeStore:
         if not isinstance(query, str) or not query.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ValidationError(f"query must be a non-empty string, got {query!r}")
         if conversation_id is not None:
-            require_text("conversation_id", conversation_id)
+            require_id("conversation_id", conversation_id)
         # The defaults live here and only here (RecallOptions repeats them in its docs).
         prev_limit = require_int(
             "previous_conversation_limit", options.get("previous_conversation_limit", 10)
@@ -324,9 +325,7 @@ class EpisodeStore:
         """Number of episodes of this user and agent (in one conversation if given)."""
         flt = tenant_filter(user_id, agent_id)
         if conversation_id is not None:
-            flt = flt.and_(
-                Match("conversation_id", require_text("conversation_id", conversation_id))
-            )
+            flt = flt.and_(Match("conversation_id", require_id("conversation_id", conversation_id)))
         return self.engine.count(self.collection, flt)
 
     def get(self, point_id: str, *, user_id: str, agent_id: str) -> dict[str, Any]:
@@ -358,9 +357,7 @@ class EpisodeStore:
         flt = tenant_filter(user_id, agent_id)
         n = require_int("n", n)
         if conversation_id is not None:
-            flt = flt.and_(
-                Match("conversation_id", require_text("conversation_id", conversation_id))
-            )
+            flt = flt.and_(Match("conversation_id", require_id("conversation_id", conversation_id)))
         if n == 0:
             return []
         hits, _ = self.engine.scroll(self.collection, flt, limit=n, order_by="timestamp_end")
@@ -372,9 +369,7 @@ class EpisodeStore:
         """Every episode of this user and agent, in pages, in storage order."""
         flt = tenant_filter(user_id, agent_id)
         if conversation_id is not None:
-            flt = flt.and_(
-                Match("conversation_id", require_text("conversation_id", conversation_id))
-            )
+            flt = flt.and_(Match("conversation_id", require_id("conversation_id", conversation_id)))
         offset: str | None = None
         while True:
             hits, offset = self.engine.scroll(self.collection, flt, limit=page, offset=offset)
@@ -410,14 +405,9 @@ class EpisodeStore:
                 return 0
             flt = flt.and_(HasId((hit.id,)))
         elif conversation_id is not None:
-            flt = flt.and_(
-                Match("conversation_id", require_text("conversation_id", conversation_id))
-            )
+            flt = flt.and_(Match("conversation_id", require_id("conversation_id", conversation_id)))
         with self._write_lock:
-            n = self.engine.count(self.collection, flt)
-            if n:
-                self.engine.delete(self.collection, flt)
-        return n
+            return delete_counted(self.engine, self.collection, flt)
 
     # -- export, import and statistics: each in its own module ----------------------------
 

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 
 from episodex._common.errors import ValidationError
 from episodex._common.text import clip
+from episodex._lessons.lookalikes import neutralize_markers, normalize_visible
 from episodex._lessons.model import RetrievedLesson, StepMemory, action_parts
 
 __all__ = ["LESSONS_HEADER", "format_lessons", "sanitize_lesson_text"]
@@ -32,24 +33,24 @@ _LEADING_MARKS = re.compile(r"^(?:\s|#|[-*>](?=\s))+")
 _LEADING_NUMBER = re.compile(r"^(\d+)\s*[.)]")
 
 
-_MARKERS = re.compile(r"\b(REPEAT|AVOID)\s*[:\uff1a]", re.IGNORECASE)
-
-
 def sanitize_lesson_text(text: str, *, max_chars: int = 300) -> str:
     """Make stored text safe inside one lesson line.
 
-    Line breaks are collapsed (it cannot start a line of its own), leading `#`, bullets and
-    list numbers (`2.`) of each former line are neutralised, `REPEAT:` / `AVOID:` markers lose
-    their colon, control characters become spaces, and the result is cut to `max_chars`.
+    The text is folded to what a reader sees first (NFKC; zero-width and other format
+    characters removed), so no disguise survives the rest: line breaks are collapsed (it
+    cannot start a line of its own), leading `#`, bullets and list numbers (`2.`) of each
+    former line are neutralised, `REPEAT:` / `AVOID:` markers lose their colon (in any
+    look-alike spelling or with any colon), control characters become spaces, and the result
+    is cut to `max_chars`.
     """
     parts: list[str] = []
-    for segment in _BREAKS.split(text):
+    for segment in _BREAKS.split(normalize_visible(text)):
         segment = _LEADING_MARKS.sub("", _CONTROL.sub(" ", segment))
         segment = _LEADING_NUMBER.sub(r"(\1)", segment)
         if segment.strip():
             parts.append(segment)
     flat = " ".join(" ".join(parts).split())
-    return clip(_MARKERS.sub(lambda m: m.group(1).lower(), flat), max_chars)
+    return clip(neutralize_markers(flat), max_chars)
 
 
 def _describe_action(memory: StepMemory, max_chars: int) -> str:

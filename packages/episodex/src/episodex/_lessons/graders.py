@@ -8,7 +8,7 @@ stored as pending and never become lessons.
 
 from __future__ import annotations
 
-import json
+import asyncio
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
@@ -16,6 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 from episodex._common.errors import ConfigurationError, GradingError, ValidationError
 from episodex._common.llm import LLMCallable
 from episodex._common.text import clip
+from episodex._lessons.answer import find_verdict
 from episodex._lessons.model import (
     ActionParts,
     EnvState,
@@ -257,7 +258,8 @@ class LLMGrader:
         while True:
             text = await self.llm(prompt)
             try:
-                return parse_grading(text, steps)
+                # In a worker thread: a long answer must not stall the event loop.
+                return await asyncio.to_thread(parse_grading, text, steps)
             except GradingError as exc:
                 attempts += 1
                 if attempts > self.retries:
@@ -265,25 +267,18 @@ class LLMGrader:
                 prompt = f"{base}\n\nYour previous answer could not be used ({exc}). Answer with the JSON object only."
 
 
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
 _TRUE = {"true", "yes", "correct", "right", "success", "succeeded", "pass", "passed", "1"}
 _FALSE = {"false", "no", "incorrect", "wrong", "failure", "failed", "fail", "0"}
+# A step number as text: ASCII digits only (str.isdigit takes "²"), short enough for int().
+_STEP_NUMBER = re.compile(r"[0-9]{1,18}")
 
 
-def _find_object(text: str) -> dict[str, Any]:
-    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
-    decoder = json.JSONDecoder()
-    for chunk in candidates:
-        for start in (i for i, ch in enumerate(chunk) if ch == "{"):
-            try:
-                value, _ = decoder.raw_decode(chunk, start)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(value, dict) and ("steps" in value or "grades" in value):
-                return value  # pyright: ignore[reportUnknownVariableType]
-    raise GradingError(
-        f"no JSON object with a 'steps' list in the grader's answer: {clip(text, 200)!r}"
-    )
+def _step_number(ref: object) -> int | None:
+    if isinstance(ref, int) and not isinstance(ref, bool):
+        return ref
+    if isinstance(ref, str) and _STEP_NUMBER.fullmatch(ref.strip()):
+        return int(ref.strip())
+    return None
 
 
 def _flag(value: object, what: str) -> bool:
@@ -307,10 +302,12 @@ def parse_grading(text: object, steps: Sequence[StepMemory]) -> GradingResult:
 
     Accepts the object alone, in a code fence or amid prose; steps named by `step_id` or by
     step number (`"step": 2`); verdicts as booleans or words (`"correct"`, `"incorrect"`).
+    Answers longer than 512 Ki characters or nested deeper than 64 brackets are refused; the
+    time taken is linear in the answer's length.
     """
     if not isinstance(text, str):
         raise GradingError(f"the grader's answer must be text, got {type(text).__name__}")
-    data = _find_object(text)
+    data = find_verdict(text)
     items = data.get("steps", data.get("grades"))
     if not isinstance(items, list):
         raise GradingError(f"'steps' must be a list, got {items!r}")
@@ -324,10 +321,14 @@ def parse_grading(text: object, steps: Sequence[StepMemory]) -> GradingResult:
         item: dict[str, Any]
         ref = item.get("step_id", item.get("step"))
         step = by_id.get(ref) if isinstance(ref, str) else None
-        if step is None and isinstance(ref, int | str) and not isinstance(ref, bool):
-            step = by_num.get(int(ref)) if str(ref).strip().isdigit() else None
         if step is None:
-            raise GradingError(f"{where} names step {ref!r}, which is not one of {sorted(by_id)}")
+            number = _step_number(ref)
+            step = by_num.get(number) if number is not None else None
+        if step is None:
+            raise GradingError(
+                f"{where} names step {clip(repr(ref), 60)}, which is not one of "
+                f"{clip(repr(sorted(by_id)), 200)}"
+            )
         verdict = item.get("correct", item.get("verdict"))
         confidence = item.get("confidence", 1.0)
         if isinstance(confidence, str):

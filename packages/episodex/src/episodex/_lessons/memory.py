@@ -22,7 +22,7 @@ from typing import Any, Unpack
 from episodex._common.errors import ConfigurationError, ValidationError
 from episodex._common.host import EngineHost
 from episodex._common.sync import SyncTwin, blocking, forward
-from episodex._common.validation import require_int, require_weight
+from episodex._common.validation import require_id, require_int, require_weight
 from episodex._embedders.base import Embedder
 from episodex._embedders.resolve import resolve_embedder
 from episodex._engines.base import Engine
@@ -242,8 +242,8 @@ class StepLessonMemory:
         scope = lesson_scope(user_id, agent_id, session_id)
         if task is not None and not isinstance(task, str):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ValidationError(f"task must be a string, got {task!r}")
-        if run_id is not None and (not isinstance(run_id, str) or not run_id.strip()):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ValidationError(f"run_id must be a non-empty string, got {run_id!r}")
+        if run_id is not None:
+            require_id("run_id", run_id)
         rows = await asyncio.to_thread(self._store.scan, scope, ("rep", "run_id"))
         own: list[StepMemory] = []
         if run_id is not None and any(p.get("run_id") == run_id for _, p in rows):

@@ -27,7 +27,15 @@ from pydantic import (
     model_validator,
 )
 
-from episodex._common.model import FrozenModel, Id, JsonObject, NonBlankText, UtcDatetime, UuidStr
+from episodex._common.model import (
+    FrozenModel,
+    Id,
+    JsonObject,
+    NonBlankId,
+    NonBlankText,
+    UtcDatetime,
+    UuidStr,
+)
 
 __all__ = [
     "ActionParts",
@@ -115,13 +123,13 @@ class StepMemory(FrozenModel):
     """The stored point id (a UUID)."""
     step_id: Id
     """The step's id within its session; grades refer to it."""
-    user_id: Id
+    user_id: NonBlankId
     """The end user; lessons never cross users."""
-    agent_id: Id
+    agent_id: NonBlankId
     """The agent; lessons never cross agents."""
-    session_id: Id
+    session_id: NonBlankId
     """The task being retried; lessons never cross sessions."""
-    run_id: Id
+    run_id: NonBlankId
     """One attempt (rep) at the task; retrieval never returns the current run."""
     rep: Count
     """Which attempt this was, from 1."""

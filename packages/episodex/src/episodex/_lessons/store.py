@@ -7,9 +7,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from episodex._common.errors import ValidationError
+from episodex._common.validation import require_id
 from episodex._embedders.base import Embedder
 from episodex._engines.base import Engine
-from episodex._engines.collection import foreign_claims, open_collection, tenant_filter
+from episodex._engines.collection import (
+    delete_counted,
+    foreign_claims,
+    open_collection,
+    tenant_filter,
+)
 from episodex._engines.plan import CollectionSpec, Filter, Match, Point
 from episodex._lessons.model import LESSONS_SCHEMA_VERSION, StepMemory
 
@@ -20,9 +26,9 @@ COLLECTION = "step_lessons"
 
 def lesson_scope(user_id: object, agent_id: object, session_id: object) -> Filter:
     """The filter every lesson operation starts from: this user, agent AND session."""
-    if not isinstance(session_id, str) or not session_id.strip():
-        raise ValidationError(f"session_id must be a non-empty string, got {session_id!r}")
-    return tenant_filter(user_id, agent_id).and_(Match("session_id", session_id))
+    return tenant_filter(user_id, agent_id).and_(
+        Match("session_id", require_id("session_id", session_id))
+    )
 
 
 class LessonStore:
@@ -127,10 +133,7 @@ class LessonStore:
         return self.engine.count(self.collection, flt)
 
     def delete(self, flt: Filter) -> int:
-        n = self.engine.count(self.collection, flt)
-        if n:
-            self.engine.delete(self.collection, flt)
-        return n
+        return delete_counted(self.engine, self.collection, flt)
 
 
 def _from_payload(point_id: str, payload: Mapping[str, Any]) -> StepMemory:

@@ -20,7 +20,7 @@ from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 
 from episodex._common.errors import NotSupportedError, ValidationError
 from episodex._common.text import clip
-from episodex._common.validation import require_int, require_text
+from episodex._common.validation import require_id, require_int, require_text
 from episodex._engines.plan import Filter
 from episodex._tasks.model import TIME_FORMAT, Episode
 
@@ -262,9 +262,7 @@ def embedded_text_arg(episode: Episode, text: object) -> str:
 
 
 def id_arg(value: object) -> str:
-    if not isinstance(value, str) or not value:
-        raise ValidationError(f"id_ must be a non-empty string, got {value!r}")
-    return value
+    return require_id("id_", value)
 
 
 def threshold_arg(value: object) -> float | None:

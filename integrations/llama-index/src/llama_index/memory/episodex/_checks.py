@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import ValidationError as PydanticValidationError
 
 from episodex import ConfigurationError, RecallOptions, validate_recall_options
+from episodex import require_id as check_id
 
 __all__ = ["RECALL_OPTIONS", "check_recall_options", "configuration_errors", "require_id"]
 
@@ -17,10 +18,8 @@ RECALL_OPTIONS: frozenset[str] = RecallOptions.__optional_keys__
 
 
 def require_id(name: str, value: object) -> str:
-    """Return `value` if it is a non-empty string, else raise `ConfigurationError`."""
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigurationError(f"{name} must be a non-empty string, got {value!r}")
-    return value
+    """Return `value` if it meets the store's id rule, else raise `ConfigurationError`."""
+    return check_id(name, value, error=ConfigurationError)
 
 
 def check_recall_options(options: Mapping[str, Any], owner: str | None = None) -> dict[str, Any]:
