@@ -41,6 +41,7 @@ from episodex._engines.plan import (
 __all__ = ["EdgeEngine"]
 
 _MANIFEST = "episodex.json"
+_QUANTIZED = "edge_int8_quantized"  # in the manifest: the collection was created quantized
 
 # The binding returns a UUID point id as a new `uuid.UUID` (0.8 us each) and an integer id in a
 # tenth of that, and a recall reads hundreds of ids (the stream ranks). So points are stored
@@ -199,10 +200,13 @@ class EdgeEngine:
 
     Args:
         path: The store folder; created if missing.
+        quantize: Create collections with int8 dense vectors in memory and the originals on
+            disk (`EngineOptions.quantize`).
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, quantize: bool = False) -> None:
         self._root = Path(path)
+        self._quantize = quantize
         try:
             self._root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -258,6 +262,11 @@ class EdgeEngine:
                         "UUID point ids; export it with that version and import the file into a "
                         "new store"
                     )
+                if self._quantize and not stored.get(_QUANTIZED):
+                    raise ConfigurationError(
+                        f"{folder} was created without quantize=True and keeps that setting; "
+                        "export it and import the file into a new store opened with quantize=True"
+                    )
                 try:
                     shard = qe.EdgeShard.load(str(folder))
                 except Exception as exc:
@@ -267,9 +276,22 @@ class EdgeEngine:
                 return stored
             config = qe.EdgeConfig(
                 vectors={
-                    name: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)
+                    name: qe.EdgeVectorParams(
+                        size=dim,
+                        distance=qe.Distance.Cosine,
+                        # Quantized: the originals only serve the rescoring of the best
+                        # candidates, so they stay on disk and out of memory.
+                        memory=qe.Memory.Cold if self._quantize else None,
+                    )
                     for name, dim in spec.dense.items()
                 },
+                quantization_config=(
+                    qe.ScalarQuantizationConfig(
+                        type=qe.ScalarType.Int8, quantile=0.99, memory=qe.Memory.Cached
+                    )
+                    if self._quantize
+                    else None
+                ),
                 sparse_vectors={
                     name: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)
                     for name in spec.sparse
@@ -312,6 +334,8 @@ class EdgeEngine:
                 raise _engine_error(exc, f"cannot create {folder}") from exc
             # The manifest is written last and atomically: its presence means "fully created".
             stored = {**spec.metadata, "edge_point_ids": _ID_SCHEME}
+            if self._quantize:
+                stored[_QUANTIZED] = True
             with atomic_write(manifest) as fh:
                 fh.write(json.dumps(stored, sort_keys=True))
             self._shards[spec.name] = shard
