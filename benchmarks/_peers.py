@@ -13,12 +13,11 @@
 from __future__ import annotations
 
 import uuid
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
-
 from episodex._embedders.base import Embedder
 from episodex._engines.sparse import Bm25Encoder
 from langchain_core.embeddings import Embeddings
@@ -131,7 +130,7 @@ class TextSimpleVectorStore(SimpleVectorStore):
 
     stores_text: bool = True
     _nodes: dict[str, Any] = PrivateAttr(default_factory=dict)
-    last_nodes: list[Any] = []
+    _last_nodes: list[Any] = PrivateAttr(default_factory=list)
 
     def add(self, nodes: Sequence[Any], **add_kwargs: Any) -> list[str]:
         ids = super().add(nodes, **add_kwargs)
@@ -142,8 +141,13 @@ class TextSimpleVectorStore(SimpleVectorStore):
     def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
         result = super().query(query, **kwargs)
         result.nodes = [self._nodes[i] for i in result.ids or []]
-        self.last_nodes = result.nodes  # what the block was given: the issue-17 harness scores it
+        self._last_nodes = result.nodes  # what the block was given: the issue-17 harness scores it
         return result
+
+    @property
+    def last_nodes(self) -> list[Any]:
+        """The nodes of the last query."""
+        return self._last_nodes
 
 
 class LlamaIndexPeer:
