@@ -127,14 +127,14 @@ def make_peer(key: str, emb: SharedVectors, folder: Path) -> Peer:
 # -- the texts ----------------------------------------------------------------------------
 
 
-def pool_and_queries() -> tuple[list[tuple[str, str]], list[str]]:
+def shared_vectors(
+    cache: Path, pool_limit: int | None = None
+) -> tuple[SharedVectors, list[tuple[str, str]], list[str]]:
     from perf import build_pool
 
-    return build_pool()
-
-
-def shared_vectors(cache: Path) -> tuple[SharedVectors, list[tuple[str, str]], list[str]]:
-    pool, queries = pool_and_queries()
+    pool, queries = build_pool(pool_limit)
+    if pool_limit is not None:
+        queries = queries[:pool_limit]
     real = default_embedder()
     docs = DiskVectorCache(real.model_id, cache)
     texts = sorted({t for p in pool for t in p})
@@ -200,7 +200,7 @@ async def worker_size(args: argparse.Namespace) -> dict[str, Any]:
 
     for mod in PRELOAD.get(args.peer, []):  # open times exclude the import, as for episodex
         importlib.import_module(mod)
-    emb, pool, queries = shared_vectors(args.cache)
+    emb, pool, queries = shared_vectors(args.cache, args.pool)
     folder = Path(args.folder)
     res: dict[str, Any] = {"peer": args.peer, "size": args.size}
     gc.collect()
@@ -329,6 +329,8 @@ def orchestrate(args: argparse.Namespace) -> dict[str, Any]:
     skip = {tuple(x.split(":")) for x in args.skip.split(",") if x}
     work = args.work
     common = ["--cache", str(args.cache), "--warmup", str(args.warmup)]
+    if args.pool is not None:
+        common += ["--pool", str(args.pool)]
     for size in sizes:
         nq = args.queries if size < 100_000 else max(5, args.queries // 3)
         out["sizes"][str(size)] = {}
@@ -482,6 +484,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--work", type=Path, default=CACHE / "peers")
     ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--report-only", action="store_true")
+    ap.add_argument("--pool", type=int, default=None, help="use only the first N text pairs")
     # worker
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--phase", default="all", help=argparse.SUPPRESS)
