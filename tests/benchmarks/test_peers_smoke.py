@@ -11,6 +11,11 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
+# Slow: runs the harness; `pytest -m "not slow"` leaves it out.
+pytestmark = pytest.mark.slow
+
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
