@@ -197,6 +197,7 @@ def test_engine_options_are_one_typed_dict(embedder: Embedder) -> None:
         "collection_prefix",
         "timeout",
         "client_options",
+        "quantize",
     }
     options: EngineOptions = {"location": ":memory:", "collection_prefix": "t_"}
     memory = EpisodicMemory(embedder=embedder, **options)
