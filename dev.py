@@ -4,6 +4,7 @@
     python3 dev.py demo     # the main job: `episodex demo` on the embedded default
     python3 dev.py test     # the whole test suite
     python3 dev.py check    # the gates CI runs first: lint, format, types, layering
+    python3 dev.py bench peers [options]   # benchmarks/peers.py, with the `peers` group installed
 
 The first run installs uv into `.tools/` (with pip, from PyPI), then lets uv build `.venv`
 from `uv.lock` with the machine's own Python: `UV_PYTHON_DOWNLOADS=never`, because nothing in
@@ -50,9 +51,19 @@ def _uv() -> Path:
     return uv
 
 
-def _sync(uv: Path, env: dict[str, str]) -> None:
+def _sync(uv: Path, env: dict[str, str], *groups: str) -> None:
+    extra = [arg for g in groups for arg in ("--group", g)]
     subprocess.run(
-        [str(uv), "sync", "--frozen", "--all-packages", "--quiet", "--python", sys.executable],
+        [
+            str(uv),
+            "sync",
+            "--frozen",
+            "--all-packages",
+            "--quiet",
+            *extra,
+            "--python",
+            sys.executable,
+        ],
         check=True,
         cwd=ROOT,
         env=env,
@@ -79,18 +90,24 @@ def _check(env: dict[str, str]) -> int:
 
 
 def main(argv: list[str]) -> int:
-    """Run `demo`, `test` (plus pass-through arguments) or `check` in the synced workspace."""
-    if not argv or argv[0] not in {"demo", "test", "check"}:
+    """Run `demo`, `test`, `bench NAME` (plus pass-through arguments) or `check`."""
+    if not argv or argv[0] not in {"demo", "test", "check", "bench"}:
         print(__doc__)
         return 2
     job, rest = argv[0], argv[1:]
     env = dict(os.environ, UV_PYTHON_DOWNLOADS="never", UV_NO_PROGRESS="1")
     uv = _uv()
-    _sync(uv, env)
+    # Only the benchmarks install the peer libraries; `test` syncs them away again.
+    _sync(uv, env, *(["peers"] if job == "bench" else []))
     if job == "check":
         return _check(env)
     python = ROOT / ".venv" / "bin" / "python"
-    if job == "demo":
+    if job == "bench":
+        if not rest:
+            print(__doc__)
+            return 2
+        cmd = [str(python), str(ROOT / "benchmarks" / f"{rest[0]}.py"), *rest[1:]]
+    elif job == "demo":
         cmd = [str(python), "-m", "episodex", "demo", *rest]
     else:
         cmd = [str(python), "-m", "pytest", *rest]

@@ -199,6 +199,7 @@ def test_engine_options_are_one_typed_dict(embedder: Embedder) -> None:
         "timeout",
         "client_options",
         "min_free_bytes",
+        "quantize",
     }
     options: EngineOptions = {"location": ":memory:", "collection_prefix": "t_"}
     memory = EpisodicMemory(embedder=embedder, **options)

@@ -50,6 +50,7 @@ __all__ = ["EdgeEngine", "store_exists"]
 
 
 _MANIFEST = "episodex.json"
+_QUANTIZED = "edge_int8_quantized"  # in the manifest: the collection was created quantized
 # Which shard folder serves a collection, when it is not the folder of the collection's name:
 # a re-index builds a new folder and switches to it by rewriting this one file atomically.
 _FOLDERS = "episodex-collections.json"
@@ -327,12 +328,19 @@ class EdgeEngine:
     Args:
         path: The store folder; created if missing.
         min_free_bytes: Bytes kept free on the store's disk (default 128 MiB).
+        quantize: Create collections with int8 dense vectors in memory and the originals on
+            disk (`EngineOptions.quantize`).
     """
 
     def __init__(
-        self, path: str | os.PathLike[str], *, min_free_bytes: int = DEFAULT_MIN_FREE_BYTES
+        self,
+        path: str | os.PathLike[str],
+        *,
+        min_free_bytes: int = DEFAULT_MIN_FREE_BYTES,
+        quantize: bool = False,
     ) -> None:
         self._root = Path(path)
+        self._quantize = quantize
         self._space = FreeSpace(self._root, min_free_bytes)  # checked before anything is made
         try:
             self._root.mkdir(parents=True, exist_ok=True)
@@ -384,6 +392,11 @@ class EdgeEngine:
                         "UUID point ids; export it with that version and import the file into a "
                         "new store"
                     )
+                if self._quantize and not stored.get(_QUANTIZED):
+                    raise ConfigurationError(
+                        f"{folder} was created without quantize=True and keeps that setting; "
+                        "export it and import the file into a new store opened with quantize=True"
+                    )
                 # Loading fills the memory-mapped files to their length and replays the log.
                 self._space.require(sparse_bytes(folder), f"opening {folder}")
                 try:
@@ -395,9 +408,22 @@ class EdgeEngine:
                 return stored
             config = qe.EdgeConfig(
                 vectors={
-                    name: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)
+                    name: qe.EdgeVectorParams(
+                        size=dim,
+                        distance=qe.Distance.Cosine,
+                        # Quantized: the originals only serve the rescoring of the best
+                        # candidates, so they stay on disk and out of memory.
+                        memory=qe.Memory.Cold if self._quantize else None,
+                    )
                     for name, dim in spec.dense.items()
                 },
+                quantization_config=(
+                    qe.ScalarQuantizationConfig(
+                        type=qe.ScalarType.Int8, quantile=0.99, memory=qe.Memory.Cached
+                    )
+                    if self._quantize
+                    else None
+                ),
                 sparse_vectors={
                     name: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)
                     for name in spec.sparse
@@ -441,6 +467,8 @@ class EdgeEngine:
                 raise _engine_error(exc, f"cannot create {folder}") from exc
             # The manifest is written last and atomically: its presence means "fully created".
             stored = {**spec.metadata, "edge_point_ids": _ID_SCHEME}
+            if self._quantize:
+                stored[_QUANTIZED] = True
             with atomic_write(manifest) as fh:
                 fh.write(json.dumps(stored, sort_keys=True))
             self._shards[spec.name] = shard

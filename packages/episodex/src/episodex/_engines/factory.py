@@ -46,6 +46,18 @@ class EngineOptions(TypedDict, total=False):
     """Embedded store only: bytes kept free on its disk (default 128 MiB). A write, an
     optimize or an open that would leave less raises `StorageFullError` instead of letting
     the memory-mapped files hit a full disk."""
+    quantize: bool
+    """Embedded store only: keep int8 copies of the dense vectors in memory (default False).
+
+    The full float32 vectors stay on disk (memory-mapped, read only to rescore the best
+    candidates), so a large store holds about a quarter of the vector bytes in memory instead of
+    all of them; in exchange the store opens more slowly (the int8 copies are loaded) and scores
+    are rescored approximations on the first pass. Only segments large enough to be indexed are
+    quantized (about 10,000 points per segment), so small stores behave as unquantized ones.
+    It is chosen when the store's collections are created and recorded in the store: opening a
+    store created without it with `quantize=True` raises `ConfigurationError`; a quantized store
+    opens quantized either way.
+    """
 
 
 def check_engine_options(options: Mapping[str, object], where: str) -> None:
@@ -79,7 +91,9 @@ def open_engine(*, path: str | None = None, **options: Unpack[EngineOptions]) ->
         from episodex._engines.space import DEFAULT_MIN_FREE_BYTES
 
         return EdgeEngine(
-            path, min_free_bytes=options.get("min_free_bytes", DEFAULT_MIN_FREE_BYTES)
+            path,
+            min_free_bytes=options.get("min_free_bytes", DEFAULT_MIN_FREE_BYTES),
+            quantize=options.get("quantize", False),
         )
     if "min_free_bytes" in options:
         raise ConfigurationError(
@@ -87,6 +101,11 @@ def open_engine(*, path: str | None = None, **options: Unpack[EngineOptions]) ->
         )
     from episodex._engines.qdrant import QdrantClientEngine
 
+    if options.get("quantize"):
+        raise ConfigurationError(
+            "quantize= applies to the embedded store (path=); set a server collection's "
+            "quantization on the server"
+        )
     if location is not None and location != ":memory:":
         raise ConfigurationError(
             f"location must be ':memory:', got {location!r}; use path= for a folder on disk"

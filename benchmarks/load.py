@@ -1,0 +1,296 @@
+"""Issue 17 items 3-5: concurrency, event-loop stall, cold start, the quantized store.
+
+    .venv/bin/python benchmarks/load.py [--episodes 20000]
+
+Writes `results/load.md` and `load.json`. Vectors of the stored texts come from the cache that
+`peers.py` fills (`SharedVectors`); recall queries are embedded for real.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import CACHE, RESULTS, machine, md_table
+from episodex import EpisodicMemory, SyncEpisodicMemory
+from peers import USERS, shared_vectors
+
+AGENT = "bench"
+
+
+def episodes(pool: list[tuple[str, str]], start: int, n: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "short_summary": pool[j % len(pool)][0],
+            "long_summary": pool[j % len(pool)][1],
+            "user_id": f"user-{j % USERS:03d}",
+            "agent_id": AGENT,
+            "conversation_id": "c",
+        }
+        for j in range(start, start + n)
+    ]
+
+
+async def concurrency(mem: EpisodicMemory, queries: list[str], total: int) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for callers in (1, 4, 16, 64):
+        todo = list(range(total))
+
+        async def caller(todo: list[int] = todo) -> None:
+            while todo:
+                i = todo.pop()
+                await mem.recall(
+                    user_id=f"user-{i % USERS:03d}", agent_id=AGENT, query=queries[i % len(queries)]
+                )
+
+        t = time.perf_counter()
+        await asyncio.gather(*(caller() for _ in range(callers)))
+        out[f"async x{callers}"] = total / (time.perf_counter() - t)
+    return out
+
+
+def threads(mem: SyncEpisodicMemory, queries: list[str], total: int, n: int) -> float:
+    todo = list(range(total))
+    lock = threading.Lock()
+
+    def work() -> None:
+        while True:
+            with lock:
+                if not todo:
+                    return
+                i = todo.pop()
+            mem.recall(
+                user_id=f"user-{i % USERS:03d}", agent_id=AGENT, query=queries[i % len(queries)]
+            )
+
+    t = time.perf_counter()
+    ts = [threading.Thread(target=work) for _ in range(n)]
+    for th in ts:
+        th.start()
+    for th in ts:
+        th.join()
+    return total / (time.perf_counter() - t)
+
+
+async def stall(mem: EpisodicMemory, pool: list[tuple[str, str]], n: int) -> dict[str, float]:
+    """Largest gap of a 1 ms ticker while `memorize_many` embeds `n` new texts for real."""
+    gaps: list[float] = []
+    done = asyncio.Event()
+
+    async def ticker() -> None:
+        last = time.perf_counter()
+        while not done.is_set():
+            await asyncio.sleep(0.001)
+            now = time.perf_counter()
+            gaps.append(now - last)
+            last = now
+
+    task = asyncio.create_task(ticker())
+    # Texts the cache does not hold, so the real model embeds them.
+    eps = episodes(
+        [(f"{s} (again {k})", f"{lo} (again {k})") for k, (s, lo) in enumerate(pool[:n])], 0, n
+    )
+    t = time.perf_counter()
+    await mem.memorize_many(eps)
+    batch = time.perf_counter() - t
+    done.set()
+    await task
+    return {"batch_s": batch, "episodes": n, "max_gap_ms": max(gaps) * 1e3, "ticks": len(gaps)}
+
+
+COLD = r"""
+import sys, time, json
+t0 = time.perf_counter()
+import episodex
+t1 = time.perf_counter()
+kw = {"path": sys.argv[1]} if sys.argv[1] != ":memory:" else {"location": ":memory:"}
+mem = episodex.SyncEpisodicMemory(**kw)
+t2 = time.perf_counter()
+if sys.argv[1] == ":memory:":
+    mem.memorize(short_summary="refund for order 7", long_summary="refund for order 7",
+                 user_id="user-000", agent_id="bench", conversation_id="c")
+t3 = time.perf_counter()
+mem.recall(user_id="user-000", agent_id="bench", query="what did we say about the refund?")
+t4 = time.perf_counter()
+print(json.dumps({"import_s": t1 - t0, "open_s": t2 - t1, "first_recall_s": t4 - t3,
+                  "total_s": (t4 - t3) + (t2 - t0)}))
+"""
+
+PROBE = r"""
+import sys, time, json, psutil
+from episodex import EpisodicMemory, default_embedder
+emb = default_embedder(); emb.embed_query("warm")
+p = psutil.Process(); base = p.memory_info().rss
+t = time.perf_counter()
+mem = EpisodicMemory(path=sys.argv[1], embedder=emb, quantize=sys.argv[2] == "1")
+open_s = time.perf_counter() - t
+import asyncio
+async def go():
+    for i in range(100):
+        await mem.recall(user_id=f"user-{i % 100:03d}", agent_id="bench", query=f"refund {i}")
+asyncio.run(go())
+print(json.dumps({"open_s": open_s, "rss_mib": (p.memory_info().rss - base) / 2**20}))
+"""
+
+
+def fresh(code: str, *args: str) -> dict[str, Any]:
+    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
+    if proc.returncode:
+        return {"error": proc.stderr.strip().splitlines()[-1]}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+async def quant_recall(path: Path, emb: Any, convs_q: list[tuple[str, str, list[str]]]) -> float:
+    mem = EpisodicMemory(path=path, embedder=emb)
+    hit = 0
+    for user, q, ev in convs_q:
+        res = await mem.recall(
+            user_id=user,
+            agent_id=AGENT,
+            query=q,
+            previous_conversation_limit=5,
+            same_conversation_limit=0,
+        )
+        hit += bool(set(ev) & {it["metadata"]["dia_id"] for it in res["previous_conversations"]})
+    mem.close()
+    return hit / len(convs_q)
+
+
+async def quantized(args: argparse.Namespace, emb: Any) -> dict[str, Any]:
+    """The dev split's turns repeated across `copies` users each, unquantized vs quantized."""
+    import recall_quality as rq
+    from _common import load_locomo
+
+    convs = load_locomo()
+    emb.known_queries = True
+    out: dict[str, Any] = {}
+    qs = [
+        (f"{c.name}-u0", q.question, q.evidence)
+        for c in convs
+        for q in c.questions
+        if q.category in rq.CATEGORIES and q.evidence
+    ]
+    for flag in (False, True):
+        path = args.work / f"quant-{flag}"
+        shutil.rmtree(path, ignore_errors=True)
+        mem = EpisodicMemory(path=path, embedder=emb, quantize=flag)
+        for copy in range(args.copies):
+            batch = []
+            for c in convs:
+                for i, turn in enumerate(c.turns):
+                    short, long = rq.DEFAULT_RECIPE.summaries(c.turns, i)
+                    batch.append(
+                        {
+                            "short_summary": short,
+                            "long_summary": long,
+                            "user_id": f"{c.name}-u{copy}",
+                            "agent_id": AGENT,
+                            "conversation_id": "c",
+                            "metadata": {"dia_id": turn.dia_id},
+                        }
+                    )
+            await mem.memorize_many(batch)
+        await mem.optimize()
+        n = await mem.count(user_id=f"{convs[0].name}-u0", agent_id=AGENT)
+        mem.close()
+        out[str(flag)] = {"recall@5": await quant_recall(path, emb, qs), "per_user": n}
+        out[str(flag)] |= fresh(PROBE, str(path), "1" if flag else "0")
+        out["episodes"] = sum(len(c.turns) for c in convs) * args.copies
+    emb.known_queries = False
+    return out
+
+
+async def amain(args: argparse.Namespace) -> dict[str, Any]:
+    emb, pool, queries = shared_vectors(args.cache)
+    res: dict[str, Any] = {"machine": machine(), "episodes": args.episodes}
+    path = args.work / "load-store"
+    shutil.rmtree(path, ignore_errors=True)
+    mem = EpisodicMemory(path=path, embedder=emb)
+    for s in range(0, args.episodes, 2048):
+        await mem.memorize_many(episodes(pool, s, min(2048, args.episodes - s)))
+    await mem.optimize()
+    res["rates"] = await concurrency(mem, queries, args.recalls)
+    sync = SyncEpisodicMemory(memory=mem)
+    res["rates"]["sync 1 thread"] = threads(sync, queries, args.recalls, 1)
+    res["rates"]["sync 4 threads"] = threads(sync, queries, args.recalls, 4)
+    res["stall"] = await stall(mem, pool, args.stall)
+    mem.close()
+    res["cold"] = {"edge": fresh(COLD, str(path)), ":memory:": fresh(COLD, ":memory:")}
+    if args.copies:
+        res["quantized"] = await quantized(args, emb)
+    return res
+
+
+def report(res: dict[str, Any], out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "load.json").write_text(json.dumps(res, indent=1))
+    one = res["rates"]["async x1"]
+    lines = [
+        f"# Load, cold start, quantized store ({res['machine']['date']}, load {res['machine']['load_at_start']})",
+        "",
+        f"Store: {res['episodes']:,} episodes, Qdrant Edge, optimized; recalls embed the query for real.",
+        "",
+        md_table(
+            ["callers", "recalls/s", "x single caller"],
+            [[k, v, v / one] for k, v in res["rates"].items()],
+        ),
+        "",
+        f"Event loop during `memorize_many` of {res['stall']['episodes']} episodes (real embedding, "
+        f"{res['stall']['batch_s']:.1f} s): largest gap of a 1 ms ticker **{res['stall']['max_gap_ms']:.1f} ms** "
+        f"({res['stall']['ticks']} ticks).",
+        "",
+        md_table(
+            ["cold start", "import s", "open s", "first recall s", "total s"],
+            [
+                [k, v.get("import_s"), v.get("open_s"), v.get("first_recall_s"), v.get("total_s")]
+                for k, v in res["cold"].items()
+            ],
+        ),
+    ]
+    q = res.get("quantized")
+    if q:
+        lines += [
+            "",
+            f"Quantized store: {q['episodes']:,} episodes (dev split turns repeated per user)",
+            "",
+            md_table(
+                ["quantize", "open s", "RSS MiB after 100 recalls", "turn recall_any@5"],
+                [
+                    [k, v.get("open_s"), v.get("rss_mib"), 100 * v["recall@5"]]
+                    for k, v in q.items()
+                    if isinstance(v, dict)
+                ],
+            ),
+        ]
+    (out / "load.md").write_text("\n".join(lines) + "\n")
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--episodes", type=int, default=20000)
+    ap.add_argument("--recalls", type=int, default=200)
+    ap.add_argument("--stall", type=int, default=256)
+    ap.add_argument("--copies", type=int, default=4)
+    ap.add_argument("--cache", type=Path, default=CACHE)
+    ap.add_argument("--work", type=Path, default=CACHE / "load")
+    ap.add_argument("--out", type=Path, default=RESULTS)
+    args = ap.parse_args(argv)
+    args.work.mkdir(parents=True, exist_ok=True)
+    res = asyncio.run(amain(args))
+    report(res, args.out)
+    print((args.out / "load.md").read_text())
+    return res
+
+
+if __name__ == "__main__":
+    main()

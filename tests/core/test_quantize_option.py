@@ -1,0 +1,69 @@
+"""`quantize=True`: the embedded store keeps int8 dense vectors in memory, originals on disk."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from episodex import ConfigurationError, EpisodicMemory
+
+
+def _ep(user: str, text: str) -> dict[str, Any]:
+    return {
+        "short_summary": text,
+        "long_summary": text,
+        "user_id": user,
+        "agent_id": "a",
+        "conversation_id": "c",
+    }
+
+
+def _configs(root: Path) -> list[dict[str, Any]]:
+    return [json.loads(p.read_text()) for p in sorted(root.rglob("edge_config.json"))]
+
+
+async def test_a_quantized_store_records_it_and_recalls_the_same(
+    tmp_path: Path, embedder: Any
+) -> None:
+    texts = ["refund for order 7", "the printer on floor 2 jams", "lunch at noon on friday"]
+    found: dict[bool, list[str]] = {}
+    for quantize in (False, True):
+        path = tmp_path / f"q{quantize}"
+        mem = EpisodicMemory(path=path, embedder=embedder, quantize=quantize)
+        await mem.memorize_many([_ep("u", t) for t in texts])
+        res = await mem.recall(user_id="u", agent_id="a", query="printer jams")
+        found[quantize] = [it["short_summary_text"] for it in res["previous_conversations"]]
+        mem.close()
+        configs = json.dumps(_configs(path))
+        assert ("Int8" in configs or "int8" in configs) is quantize, configs
+    assert found[True] == found[False] and found[True][0] == texts[1]
+
+    # Reopened with or without the flag, a quantized store stays quantized and answers.
+    for flag in (True, False):
+        mem = EpisodicMemory(path=tmp_path / "qTrue", embedder=embedder, quantize=flag)
+        res = await mem.recall(user_id="u", agent_id="a", query="refund")
+        assert res["previous_conversations"][0]["short_summary_text"] == texts[0]
+        mem.close()
+
+
+async def test_quantize_on_a_store_created_without_it_is_refused_and_changes_nothing(
+    tmp_path: Path, embedder: Any
+) -> None:
+    path = tmp_path / "s"
+    mem = EpisodicMemory(path=path, embedder=embedder)
+    await mem.memorize_many([_ep("u", "refund for order 7")])
+    mem.close()
+    before = _configs(path)
+    with pytest.raises(ConfigurationError, match="quantize"):
+        EpisodicMemory(path=path, embedder=embedder, quantize=True)
+    assert _configs(path) == before
+    mem = EpisodicMemory(path=path, embedder=embedder)
+    assert await mem.count(user_id="u", agent_id="a") == 1
+    mem.close()
+
+
+def test_quantize_is_refused_off_the_embedded_store(embedder: Any) -> None:
+    with pytest.raises(ConfigurationError, match="embedded store"):
+        EpisodicMemory(location=":memory:", embedder=embedder, quantize=True)
