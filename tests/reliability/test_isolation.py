@@ -309,20 +309,21 @@ class IsolationMachine(RuleBasedStateMachine):
     def record_through_lcel(
         self, tenant: tuple[str, str], conv: str, text: str, split: str
     ) -> None:
-        """`configurable` ids win over the helper's defaults, and land on exactly that tenant."""
+        """Explicit ids win over `configurable` ones (the one id rule); either lands exactly there."""
         from langchain_episodex import record_exchange
 
         user, agent = tenant
         decoy = next(t for t in TENANTS if t != tenant)
+        defaults: dict[str, str]
         if split == "configurable":
-            defaults = {"user_id": decoy[0], "agent_id": decoy[1]}
+            defaults = {}
             configurable = {"user_id": user, "agent_id": agent, "conversation_id": conv}
         elif split == "defaults":
             defaults = {"user_id": user, "agent_id": agent, "conversation_id": conv}
-            configurable = {}
+            configurable = {"user_id": decoy[0], "agent_id": decoy[1]}
         else:
-            defaults = {"user_id": decoy[0], "agent_id": agent}
-            configurable = {"user_id": user, "conversation_id": conv}
+            defaults = {"user_id": user}
+            configurable = {"user_id": decoy[0], "agent_id": agent, "conversation_id": conv}
         before = set(self._owned(tenant))
         record_exchange(
             self.raw, text, f"answer to {text}", config={"configurable": configurable}, **defaults
@@ -334,7 +335,8 @@ class IsolationMachine(RuleBasedStateMachine):
     def record_through_the_agent_middleware(
         self, tenant: tuple[str, str], conv: str, text: str, source: str
     ) -> None:
-        """Runtime context ids win over the middleware's defaults; the thread id is the conversation."""
+        """Constructor ids win over the runtime context's (the one id rule); the thread id is the
+        conversation."""
         from langchain.agents import create_agent
         from langchain_core.language_models import GenericFakeChatModel
         from langchain_core.messages import AIMessage, HumanMessage
@@ -344,11 +346,11 @@ class IsolationMachine(RuleBasedStateMachine):
         user, agent = tenant
         decoy = next(t for t in TENANTS if t[0] != user and t[1] != agent)
         if source == "context":
-            middleware = EpisodicMemoryMiddleware(self.raw, user_id=decoy[0], agent_id=decoy[1])
+            middleware = EpisodicMemoryMiddleware(self.raw)
             context = {"user_id": user, "agent_id": agent}
         else:
             middleware = EpisodicMemoryMiddleware(self.raw, user_id=user, agent_id=agent)
-            context = {}
+            context = {"user_id": decoy[0], "agent_id": decoy[1]}
         runner = create_agent(
             GenericFakeChatModel(messages=iter([AIMessage(f"answer to {text}")])),
             middleware=[middleware],
