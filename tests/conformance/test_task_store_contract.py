@@ -1,4 +1,8 @@
-"""Every store method, against every store: JSONL, Qdrant Edge and qdrant-client `:memory:`."""
+"""The task-store contract: every store method, against every store.
+
+JSONL, and every engine backend of the one registry (`backends.py`): Qdrant Edge,
+qdrant-client `:memory:`, and a live server when `QDRANT_URL` is set.
+"""
 
 from __future__ import annotations
 
@@ -27,6 +31,8 @@ from episodex import (
 from episodex._tasks.store import episode_point_id
 from episodex.plan import Filter, Match
 from episodex.testing import HashEmbedder
+
+from .backends import BACKENDS, drop_server_collections, engine_options
 
 T0 = datetime(2024, 3, 1, 8, 0, tzinfo=UTC)
 
@@ -96,12 +102,16 @@ def shared_qdrant(
 ) -> Iterator[dict[str, QdrantTaskStore]]:
     # Creating an Edge collection takes about a second, so each engine is opened once per
     # module and emptied before each test.
-    stores = {
-        "edge": QdrantTaskStore(path=tmp_path_factory.mktemp("edge"), embedder=default_embedder()),
-        "memory": QdrantTaskStore(location=":memory:", embedder=default_embedder()),
-    }
+    stores: dict[str, QdrantTaskStore] = {}
+    for backend in BACKENDS:
+        name = backend if isinstance(backend, str) else backend.values[0]
+        path, options = engine_options(name, tmp_path_factory.mktemp(name))
+        stores[name] = QdrantTaskStore(
+            path=None if path is None else str(path), embedder=default_embedder(), **options
+        )
     yield stores
     for s in stores.values():
+        drop_server_collections(s.engine)
         s.close()
 
 
@@ -112,7 +122,7 @@ def empty(store: QdrantTaskStore) -> QdrantTaskStore:
     return store
 
 
-@pytest.fixture(params=["jsonl", "edge", "memory"])
+@pytest.fixture(params=["jsonl", *BACKENDS])
 def store(
     request: pytest.FixtureRequest, tmp_path: Path, shared_qdrant: dict[str, QdrantTaskStore]
 ) -> TaskStore:
