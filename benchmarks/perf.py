@@ -60,10 +60,9 @@ from _common import (
     turn_line,
     window,
 )
-from episodex import EpisodicMemory
+from episodex import EpisodicMemory, default_embedder
 from episodex._embedders.base import Embedder
 from episodex._embedders.cache import VectorCacheEmbedder
-from episodex._embedders.fastembed import default_embedder
 from episodex._engines.collection import tenant_filter
 from episodex._engines.plan import Fused, Match, Search, Stream
 from episodex._episodes.store import COLLECTION, EpisodeStore

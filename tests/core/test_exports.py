@@ -62,6 +62,7 @@ EPISODEX = [
     "RecallOptions",
     "RecorderStats",
     "SpanEpisode",
+    "SpladeEncoder",
     "RecencyMemory",
     "ReflectiveMemory",
     "RetrievedLesson",

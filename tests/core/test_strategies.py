@@ -10,10 +10,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from episodex import JSONLTaskStore, QdrantTaskStore, TaskStore
+from episodex import JSONLTaskStore, QdrantTaskStore, TaskStore, default_embedder
 from episodex._common.errors import ConfigurationError, ValidationError
 from episodex._common.tokens import token_counter
-from episodex._embedders.fastembed import default_embedder
 from episodex._engines.plan import Filter, Match
 from episodex._tasks.model import Episode, Task, TaskResult
 from episodex._tasks.strategies import (

@@ -10,14 +10,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from episodex import JSONLTaskStore, QdrantTaskStore, StoreFileError, TaskStore
+from episodex import JSONLTaskStore, QdrantTaskStore, StoreFileError, TaskStore, default_embedder
 from episodex._common.errors import (
     ConfigurationError,
     EmbedderMismatchError,
     EpisodeNotFoundError,
     ValidationError,
 )
-from episodex._embedders.fastembed import default_embedder
 from episodex._engines.plan import Filter, Match
 from episodex._episodes.memory import EpisodicMemory
 from episodex._tasks.model import Episode, Task, TaskResult

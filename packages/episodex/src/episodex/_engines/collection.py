@@ -56,14 +56,29 @@ def foreign_claims(
     return foreign
 
 
+#: The streams of conversation-episode collections made before the manifest named them.
+LEGACY_STREAMS = ["short", "long", "bm25"]
+
+
 def check_manifest(stored: Mapping[str, Any], expected: Mapping[str, Any], where: str) -> None:
-    """Raise `EmbedderMismatchError` if a store was made with another embedder or dimension."""
-    for key in ("embedder", "dimension"):
-        if key in stored and stored[key] != expected[key]:
+    """Raise `EmbedderMismatchError` if a store was made with other models or streams.
+
+    Compared: the dense embedder and its dimension; where `expected` names them, the retrieval
+    streams (a manifest without them predates the learned sparse stream) and the sparse model.
+    """
+    checked: list[tuple[str, Any]] = [("embedder", None), ("dimension", None)]
+    if "streams" in expected:
+        checked += [("streams", LEGACY_STREAMS), ("sparse_model", None)]
+    for key, legacy in checked:
+        if key not in stored and legacy is None:
+            continue  # nothing recorded to compare with
+        have = stored.get(key, legacy)
+        if have != expected[key]:
             raise EmbedderMismatchError(
-                f"{where} was created with {key} {stored[key]!r} but this memory uses "
-                f"{expected[key]!r}; open it with the same embedder, or export and re-import "
-                "into a new store to re-embed"
+                f"{where} was created with {key} {have!r} but this memory uses "
+                f"{expected[key]!r}: run `episodex reindex` (or `EpisodicMemory.reindex()`) to "
+                "re-embed it with this memory's models (or export and re-import it into a new "
+                "store), or open it with the models it was made with"
             )
 
 
@@ -76,7 +91,7 @@ def open_collection(
     schema: int,
     where: str,
     **settings: Any,
-) -> None:
+) -> Mapping[str, Any]:
     """Create the collection if missing, recording its manifest, and check a stored one.
 
     The manifest names the embedder and its dimension (that of `spec`'s dense vectors), the
@@ -91,6 +106,9 @@ def open_collection(
         schema: The version of the stored payload's shape.
         where: How messages name the collection ("the episode collection 'episodes'").
         **settings: More manifest entries.
+
+    Returns:
+        The manifest the collection was created with.
     """
     manifest = {
         "embedder": embedder_id,
@@ -101,6 +119,7 @@ def open_collection(
     }
     stored = engine.ensure_collection(dataclasses.replace(spec, metadata=manifest))
     check_manifest(stored, manifest, where)
+    return stored
 
 
 def tenant_filter(user_id: object, agent_id: object) -> Filter:

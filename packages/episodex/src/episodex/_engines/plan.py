@@ -156,7 +156,8 @@ class CollectionSpec:
     Attributes:
         name: Collection name (a server collection name gets the memory's prefix).
         dense: Named dense vectors and their dimension; all compared by cosine.
-        sparse: Named sparse vectors, all with the IDF modifier (BM25).
+        sparse: Named sparse vectors with the IDF modifier (BM25 term frequencies).
+        sparse_plain: Named sparse vectors whose weights are final (learned sparse, SPLADE).
         tenant_key: The payload key that partitions tenants (`is_tenant=true` on a server).
         keywords: Other keyword-indexed payload keys.
         floats: Float-indexed payload keys (ranges and ordering).
@@ -166,6 +167,7 @@ class CollectionSpec:
     name: str
     dense: Mapping[str, int]
     sparse: Sequence[str] = ()
+    sparse_plain: Sequence[str] = ()
     tenant_key: str | None = None
     keywords: Sequence[str] = ()
     floats: Sequence[str] = ()

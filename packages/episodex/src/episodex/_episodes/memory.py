@@ -12,6 +12,7 @@ from episodex._common.sync import SyncTwin, blocking, forward, threaded
 from episodex._common.tokens import DEFAULT_ENCODING, TokenCounter
 from episodex._embedders.base import Embedder
 from episodex._embedders.resolve import resolve_embedder
+from episodex._embedders.splade import SpladeEncoder, default_splade
 from episodex._engines.base import Engine
 from episodex._engines.factory import EngineOptions, check_engine_options, open_engine
 from episodex._engines.sparse import Bm25Encoder
@@ -26,10 +27,10 @@ T = TypeVar("T")
 
 
 class EpisodicMemory:
-    """Episodic memory of conversations: hybrid recall over short, long and BM25 streams.
+    """Episodic memory of conversations: hybrid recall over dense, BM25 and SPLADE streams.
 
-    Each episode is stored with three vectors (`short` and `long` dense, `bm25` sparse). Recall
-    runs the three searches, fuses them with weighted Reciprocal Rank Fusion in the engine and
+    Each episode is stored with four vectors (`short` and `long` dense, `bm25` and `splade`
+    sparse). Recall runs the four searches, fuses them with weighted Reciprocal Rank Fusion in the engine and
     returns matches from the current conversation and from previous ones separately. Every
     operation is confined to one `user_id` and one `agent_id`.
 
@@ -74,7 +75,10 @@ class EpisodicMemory:
         embedder: None for the bundled all-MiniLM-L6-v2 (offline), a fastembed model name, or
             any `Embedder`.
         engine: An engine you opened yourself, instead of path/url/location.
-        bm25: The sparse encoder (BM25 parameters).
+        bm25: The BM25 encoder (BM25 parameters).
+        splade: True for the bundled SPLADE-tiny learned sparse stream, a `SpladeEncoder`, or
+            False for a store without it (the stream set is recorded in the store: a store
+            made with another set must be re-indexed).
         **options: `EngineOptions`: `url` of a Qdrant server or cluster, `location=":memory:"`
             for qdrant-client's local mode, `api_key`, `prefer_grpc`, `collection_prefix`,
             `timeout`, `client_options`.
@@ -87,9 +91,15 @@ class EpisodicMemory:
         embedder: Embedder | str | None = None,
         engine: Engine | None = None,
         bm25: Bm25Encoder | None = None,
+        splade: SpladeEncoder | bool = True,
         **options: Unpack[EngineOptions],
     ) -> None:
         check_engine_options(options, "EpisodicMemory")
+        if not isinstance(splade, SpladeEncoder | bool):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigurationError(
+                f"splade must be True, False or a SpladeEncoder, got {type(splade).__name__}"
+            )
+        sparse_model = default_splade() if splade is True else splade or None
         self.embedder: Embedder = resolve_embedder(embedder)
         if engine is None:
             engine = open_engine(path=str(path) if path is not None else None, **options)
@@ -100,7 +110,7 @@ class EpisodicMemory:
             self._owns_engine = False
         self.engine: Engine = engine
         try:
-            self.store = EpisodeStore(engine, self.embedder, bm25=bm25)
+            self.store = EpisodeStore(engine, self.embedder, bm25=bm25, splade=sparse_model)
         except BaseException:
             if self._owns_engine:
                 engine.close()
@@ -235,11 +245,14 @@ class SyncEpisodicMemory(SyncTwin):
         embedder: Embedder | str | None = None,
         engine: Engine | None = None,
         bm25: Bm25Encoder | None = None,
+        splade: SpladeEncoder | bool = True,
         **options: Unpack[EngineOptions],
     ) -> None:
         self._owns_memory = memory is None
         if memory is None:
-            memory = EpisodicMemory(path, embedder=embedder, engine=engine, bm25=bm25, **options)
+            memory = EpisodicMemory(
+                path, embedder=embedder, engine=engine, bm25=bm25, splade=splade, **options
+            )
         self.memory = memory
         super().__init__(memory)
 

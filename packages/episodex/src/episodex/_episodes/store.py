@@ -16,6 +16,7 @@ from typing import Any, Unpack
 from episodex._common.errors import NotFoundError, ValidationError
 from episodex._common.validation import require_int, require_text, require_weight
 from episodex._embedders.base import Embedder
+from episodex._embedders.splade import SpladeEncoder
 from episodex._engines.base import Engine
 from episodex._engines.collection import (
     foreign_claims,
@@ -43,7 +44,10 @@ from episodex._episodes.transfer import ImportReport
 __all__ = ["EpisodeStore", "ImportReport", "RecallResult"]
 
 COLLECTION = "episodes"
-STREAMS = ("short", "long", "bm25")
+STREAMS = ("short", "long", "bm25", "splade")
+#: Fusion weight of each stream unless a recall says otherwise (chosen on the LoCoMo dev split
+#: with leave-one-conversation-out checks; see benchmarks/README.md).
+DEFAULT_WEIGHTS = {"short": 0.1, "long": 0.1, "bm25": 0.3, "splade": 0.5}
 RecallResult = dict[str, list[dict[str, Any]]]
 
 
@@ -53,7 +57,8 @@ class EpisodeStore:
     Args:
         engine: The vector engine.
         embedder: The dense embedder; its id and dimension are recorded in the collection.
-        bm25: The sparse encoder.
+        bm25: The BM25 encoder.
+        splade: The learned sparse encoder, or None for a store without that stream.
         collection: Collection name.
     """
 
@@ -63,16 +68,20 @@ class EpisodeStore:
         embedder: Embedder,
         *,
         bm25: Bm25Encoder | None = None,
+        splade: SpladeEncoder | None = None,
         collection: str = COLLECTION,
     ) -> None:
         self.engine = engine
         self.embedder = embedder
         self.bm25 = bm25 or Bm25Encoder()
+        self.splade = splade
         self.collection = collection
+        self.streams = tuple(s for s in STREAMS if s != "splade" or splade is not None)
         spec = CollectionSpec(
             name=collection,
             dense={"short": embedder.dimension, "long": embedder.dimension},
             sparse=("bm25",),
+            sparse_plain=("splade",) if splade is not None else (),
             tenant_key="user_id",
             keywords=("agent_id", "conversation_id", "flows_activated", "tools_invoked"),
             floats=("timestamp_begin", "timestamp_end"),
@@ -85,6 +94,8 @@ class EpisodeStore:
             schema=1,
             where=f"the episode collection {collection!r}",
             bm25=self.bm25.config,
+            streams=list(self.streams),
+            sparse_model=splade.model_id if splade is not None else None,
         )
         self._write_lock = threading.Lock()
 
@@ -95,15 +106,20 @@ class EpisodeStore:
         for ep in episodes:
             texts.extend((ep.short_summary, ep.long_summary))
         vectors = self.embedder.embed_documents(texts)
+        joined = [f"{ep.short_summary}\n{ep.long_summary}" for ep in episodes]
+        learned = self.splade.documents(joined) if self.splade is not None else None
         now = time.time()
         points: list[Point] = []
         for i, ep in enumerate(episodes):
             payload = ep.to_payload(created_at=now)
+            sparse = {"bm25": self.bm25.document(joined[i])}
+            if learned is not None:
+                sparse["splade"] = learned[i]
             points.append(
                 Point(
                     id=ep.point_id or str(uuid.uuid4()),
                     dense={"short": vectors[2 * i].tolist(), "long": vectors[2 * i + 1].tolist()},
-                    sparse={"bm25": self.bm25.document(f"{ep.short_summary}\n{ep.long_summary}")},
+                    sparse=sparse,
                     payload=payload,
                 )
             )
@@ -169,7 +185,7 @@ class EpisodeStore:
     ) -> RecallResult:
         """Recall episodes for a query.
 
-        The short, long and BM25 searches each take their `stage1_limit` best; the engine fuses
+        The short, long, BM25 and SPLADE searches each take their `stage1_limit` best; the engine fuses
         them by weighted Reciprocal Rank Fusion, once among the current conversation's episodes
         and once among the others. `RecallOptions` documents each option and its default.
 
@@ -194,15 +210,7 @@ class EpisodeStore:
         stage1 = require_int("stage1_limit", options.get("stage1_limit", 100), minimum=1)
         k = require_int("rrf_k", options.get("rrf_k", 10), minimum=1)
         with_stream_ranks = options.get("with_stream_ranks", True)
-        weights = {
-            "short": require_weight("short_weight", options.get("short_weight", 0.15)),
-            "long": require_weight("long_weight", options.get("long_weight", 0.15)),
-            "bm25": require_weight("bm25_weight", options.get("bm25_weight", 0.7)),
-        }
-        if not any(weights.values()):
-            raise ValidationError(
-                "short_weight, long_weight and bm25_weight are all 0: give at least one a weight > 0"
-            )
+        weights = self._weights(options)
         result: RecallResult = {"same_conversation": [], "previous_conversations": []}
         sides: list[tuple[str, Filter, int]] = []
         seen = self._seen_window(options)
@@ -249,6 +257,26 @@ class EpisodeStore:
                 result[name].append(item)
         return result
 
+    def _weights(self, options: RecallOptions) -> dict[str, float]:
+        weights = {
+            name: require_weight(
+                f"{name}_weight",
+                options.get(f"{name}_weight", DEFAULT_WEIGHTS[name]),  # type: ignore[misc]
+            )
+            for name in STREAMS
+        }
+        if self.splade is None:
+            if options.get("splade_weight"):
+                raise ValidationError(
+                    "splade_weight is above 0 but this store has no SPLADE stream: run "
+                    "`episodex reindex` to add it, or leave splade_weight out"
+                )
+            weights["splade"] = 0.0
+        if not any(weights.values()):
+            names = ", ".join(f"{s}_weight" for s in self.streams)
+            raise ValidationError(f"{names} are all 0: give at least one a weight > 0")
+        return weights
+
     @staticmethod
     def _seen_window(options: RecallOptions) -> Range | None:
         """The episodes already in the model's context, by where they end (`seen_from`)."""
@@ -273,6 +301,10 @@ class EpisodeStore:
             sparse = self.bm25.query(query)
             if sparse.indices:
                 streams.append(Stream("bm25", sparse, stage1))
+        if weights["splade"] > 0 and self.splade is not None:
+            learned = self.splade.query(query)
+            if learned.indices:
+                streams.append(Stream("splade", learned, stage1))
         return streams
 
     def count(self, *, user_id: str, agent_id: str, conversation_id: str | None = None) -> int:
