@@ -48,8 +48,7 @@ from _peers import (
     QdrantHybridPeer,
     SharedVectors,
 )
-from episodex import EpisodicMemory
-from episodex._embedders.fastembed import default_embedder
+from episodex import EpisodicMemory, default_embedder
 from episodex._engines.sparse import Bm25Encoder
 
 HERE = Path(__file__).resolve().parent

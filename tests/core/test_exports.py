@@ -72,6 +72,7 @@ EPISODEX = [
     "RecorderStats",
     "ReindexReport",
     "SpanEpisode",
+    "SpladeEncoder",
     "RecencyMemory",
     "ReflectiveMemory",
     "RetrievedLesson",

@@ -31,9 +31,10 @@ from episodex.cli import main
 DOCUMENTED_DEFAULTS: RecallOptions = {
     "previous_conversation_limit": 10,
     "same_conversation_limit": 5,
-    "short_weight": 0.15,
-    "long_weight": 0.15,
-    "bm25_weight": 0.7,
+    "short_weight": 0.1,
+    "long_weight": 0.1,
+    "bm25_weight": 0.3,
+    "splade_weight": 0.5,
     "stage1_limit": 100,
     "rrf_k": 10,
     "with_stream_ranks": True,

@@ -25,14 +25,11 @@ from episodex._common.sync import run_sync
 from episodex._common.tokens import DEFAULT_ENCODING, token_counter
 from episodex._common.validation import require_id
 from episodex._embedders.base import Embedder
+from episodex._embedders.bundled import DEFAULT_MODEL_ID, BundledMiniLMEmbedder, default_embedder
 from episodex._embedders.cache import VectorCacheEmbedder
-from episodex._embedders.fastembed import (
-    DEFAULT_MODEL_ID,
-    BundledMiniLMEmbedder,
-    FastEmbedEmbedder,
-    default_embedder,
-)
+from episodex._embedders.fastembed import FastEmbedEmbedder
 from episodex._embedders.openai import OpenAICompatibleEmbedder
+from episodex._embedders.splade import SpladeEncoder
 from episodex._engines.base import Engine
 from episodex._engines.factory import EngineOptions, open_engine
 from episodex._engines.sparse import Bm25Encoder
@@ -134,6 +131,7 @@ __all__ = [
     "SearchMode",
     "SimilarityMemory",
     "SpanEpisode",
+    "SpladeEncoder",
     "StepGrade",
     "StepLessonMemory",
     "StepMemory",

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from episodex._common.errors import ConfigurationError
 from episodex._embedders.base import Embedder
-from episodex._embedders.fastembed import FastEmbedEmbedder, default_embedder
+from episodex._embedders.bundled import default_embedder
+from episodex._embedders.fastembed import FastEmbedEmbedder
 
 __all__ = ["resolve_embedder"]
 

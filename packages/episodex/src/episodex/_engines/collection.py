@@ -64,27 +64,41 @@ def foreign_claims(
 
 _ADVICE = "open it with the same embedder, or export and re-import into a new store to re-embed"
 
+#: The streams of conversation-episode collections made before the manifest named them.
+LEGACY_STREAMS = ["short", "long", "bm25"]
+
 
 def check_manifest(
     stored: Mapping[str, Any], expected: Mapping[str, Any], where: str, advice: str = _ADVICE
 ) -> None:
-    """Refuse a collection of another kind of records, embedder or dimension.
+    """Refuse a collection of another kind of records, or made with other models or streams.
+
+    Compared: the kind of records; the dense embedder and its dimension; where `expected` names
+    them, the retrieval streams (a manifest without them predates the learned sparse stream) and
+    the sparse model.
 
     Raises:
         ConfigurationError: The collection holds another kind of records (a task store opened
             on the conversation episodes' collection, say): reading it would misparse them and
             writing would mix two kinds in one collection.
-        EmbedderMismatchError: It was made with another embedder or dimension.
+        EmbedderMismatchError: It was made with another embedder, dimension, stream set or
+            sparse model.
     """
     if "kind" in stored and stored["kind"] != expected["kind"]:
         raise ConfigurationError(
             f"{where} holds {stored['kind']!r} records, not {expected['kind']!r}; give this "
             "memory or store another collection name"
         )
-    for key in ("embedder", "dimension"):
-        if key in stored and stored[key] != expected[key]:
+    checked: list[tuple[str, Any]] = [("embedder", None), ("dimension", None)]
+    if "streams" in expected:
+        checked += [("streams", LEGACY_STREAMS), ("sparse_model", None)]
+    for key, legacy in checked:
+        if key not in stored and legacy is None:
+            continue  # nothing recorded to compare with
+        have = stored.get(key, legacy)
+        if have != expected[key]:
             raise EmbedderMismatchError(
-                f"{where} was created with {key} {stored[key]!r} but this memory uses "
+                f"{where} was created with {key} {have!r} but this memory uses "
                 f"{expected[key]!r}; {advice}"
             )
 

@@ -425,8 +425,11 @@ class EdgeEngine:
                     else None
                 ),
                 sparse_vectors={
-                    name: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)
-                    for name in spec.sparse
+                    **{
+                        name: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)
+                        for name in spec.sparse
+                    },
+                    **{name: qe.EdgeSparseVectorParams() for name in spec.sparse_plain},
                 },
                 # Every search is filtered by tenant, so build per-tenant HNSW graphs instead of a
                 # global one (Qdrant's multitenancy guidance: m=0, payload_m=16).

@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from episodex._common.vectors import SparseVec
+
 __all__ = [
     "CollectionSpec",
     "Condition",
@@ -91,14 +93,6 @@ class Filter:
 
 
 @dataclass(frozen=True, slots=True)
-class SparseVec:
-    """A sparse vector: parallel lists of dimension indices and weights."""
-
-    indices: list[int]
-    values: list[float]
-
-
-@dataclass(frozen=True, slots=True)
 class Stream:
     """One retrieval stream: a query vector against one named vector of the collection."""
 
@@ -156,7 +150,8 @@ class CollectionSpec:
     Attributes:
         name: Collection name (a server collection name gets the memory's prefix).
         dense: Named dense vectors and their dimension; all compared by cosine.
-        sparse: Named sparse vectors, all with the IDF modifier (BM25).
+        sparse: Named sparse vectors with the IDF modifier (BM25 term frequencies).
+        sparse_plain: Named sparse vectors whose weights are final (learned sparse, SPLADE).
         tenant_key: The payload key that partitions tenants (`is_tenant=true` on a server).
         keywords: Other keyword-indexed payload keys.
         floats: Float-indexed payload keys (ranges and ordering).
@@ -166,6 +161,7 @@ class CollectionSpec:
     name: str
     dense: Mapping[str, int]
     sparse: Sequence[str] = ()
+    sparse_plain: Sequence[str] = ()
     tenant_key: str | None = None
     keywords: Sequence[str] = ()
     floats: Sequence[str] = ()

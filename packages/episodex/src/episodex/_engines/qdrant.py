@@ -229,7 +229,11 @@ class QdrantClientEngine:
                     for v, dim in spec.dense.items()
                 },
                 sparse_vectors_config={
-                    s: models.SparseVectorParams(modifier=models.Modifier.IDF) for s in spec.sparse
+                    **{
+                        s: models.SparseVectorParams(modifier=models.Modifier.IDF)
+                        for s in spec.sparse
+                    },
+                    **{s: models.SparseVectorParams() for s in spec.sparse_plain},
                 },
                 hnsw_config=models.HnswConfigDiff(m=0, payload_m=16)
                 if server and spec.tenant_key

@@ -14,6 +14,7 @@ from episodex._common.sync import SyncTwin, blocking, forward, threaded
 from episodex._common.tokens import DEFAULT_ENCODING, TokenCounter
 from episodex._embedders.base import Embedder
 from episodex._embedders.resolve import resolve_embedder
+from episodex._embedders.splade import SpladeEncoder, default_splade
 from episodex._engines.base import Engine
 from episodex._engines.factory import EngineOptions, check_engine_options, open_engine
 from episodex._engines.sparse import Bm25Encoder
@@ -30,10 +31,10 @@ T = TypeVar("T")
 
 
 class EpisodicMemory:
-    """Episodic memory of conversations: hybrid recall over short, long and BM25 streams.
+    """Episodic memory of conversations: hybrid recall over dense, BM25 and SPLADE streams.
 
-    Each episode is stored with three vectors (`short` and `long` dense, `bm25` sparse). Recall
-    runs the three searches, fuses them with weighted Reciprocal Rank Fusion in the engine and
+    Each episode is stored with four vectors (`short` and `long` dense, `bm25` and `splade`
+    sparse). Recall runs the four searches, fuses them with weighted Reciprocal Rank Fusion in the engine and
     returns matches from the current conversation and from previous ones separately. Every
     operation is confined to one `user_id` and one `agent_id`.
 
@@ -86,10 +87,14 @@ class EpisodicMemory:
         embedder: None for the bundled all-MiniLM-L6-v2 (offline), a fastembed model name, or
             any `Embedder`.
         engine: An engine you opened yourself, instead of path/url/location.
-        bm25: The sparse encoder (BM25 parameters).
-        for_reindex: Open a store built with another embedder instead of raising
-            `EmbedderMismatchError`, to `reindex()` it with `embedder`; until then memorizing
-            and recalling raise that error, while reading, exporting and forgetting work.
+        bm25: The BM25 encoder (BM25 parameters).
+        splade: True for the bundled SPLADE-tiny learned sparse stream, a `SpladeEncoder`, or
+            False for a store without it (the stream set is recorded in the store: a store
+            made with another set must be re-indexed).
+        for_reindex: Open a store built with another embedder or stream set instead of raising
+            `EmbedderMismatchError`, to `reindex()` it with `embedder` and `splade`; until then
+            memorizing and recalling raise that error, while reading, exporting and forgetting
+            work.
         **options: `EngineOptions`: `url` of a Qdrant server or cluster, `location=":memory:"`
             for qdrant-client's local mode, `qdrant_api_key`, `prefer_grpc`,
             `collection_prefix`, `timeout`, `client_options`. A server option given without
@@ -103,10 +108,16 @@ class EpisodicMemory:
         embedder: Embedder | str | None = None,
         engine: Engine | None = None,
         bm25: Bm25Encoder | None = None,
+        splade: SpladeEncoder | bool = True,
         for_reindex: bool = False,
         **options: Unpack[EngineOptions],
     ) -> None:
         check_engine_options(options, "EpisodicMemory")
+        if not isinstance(splade, SpladeEncoder | bool):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigurationError(
+                f"splade must be True, False or a SpladeEncoder, got {type(splade).__name__}"
+            )
+        sparse_model = default_splade() if splade is True else splade or None
         self.embedder: Embedder = resolve_embedder(embedder)
         if engine is None:
             if path is None and not options.get("url") and not options.get("location"):
@@ -119,7 +130,9 @@ class EpisodicMemory:
             self._owns_engine = False
         self.engine: Engine = engine
         try:
-            self.store = EpisodeStore(engine, self.embedder, bm25=bm25, for_reindex=for_reindex)
+            self.store = EpisodeStore(
+                engine, self.embedder, bm25=bm25, splade=sparse_model, for_reindex=for_reindex
+            )
         except BaseException:
             if self._owns_engine:
                 engine.close()
@@ -286,6 +299,7 @@ class SyncEpisodicMemory(SyncTwin):
         embedder: Embedder | str | None = None,
         engine: Engine | None = None,
         bm25: Bm25Encoder | None = None,
+        splade: SpladeEncoder | bool = True,
         for_reindex: bool = False,
         **options: Unpack[EngineOptions],
     ) -> None:
@@ -296,6 +310,7 @@ class SyncEpisodicMemory(SyncTwin):
                 embedder=embedder,
                 engine=engine,
                 bm25=bm25,
+                splade=splade,
                 for_reindex=for_reindex,
                 **options,
             )

@@ -25,17 +25,21 @@ class RecallOptions(TypedDict, total=False):
     """Most episodes returned from the current `conversation_id` (default 5)."""
 
     short_weight: float
-    """Fusion weight of the short-summary dense stream (default 0.15)."""
+    """Fusion weight of the short-summary dense stream (default 0.1)."""
 
     long_weight: float
-    """Fusion weight of the long-summary dense stream (default 0.15)."""
+    """Fusion weight of the long-summary dense stream (default 0.1)."""
 
     bm25_weight: float
-    """Fusion weight of the BM25 sparse stream (default 0.7).
+    """Fusion weight of the BM25 sparse stream (default 0.3)."""
 
-    The default weights lean on BM25: on the LoCoMo development split they beat the seed's
-    0.2/0.3/0.5 with the bundled model (see `benchmarks/README.md`); a stronger embedder may
-    deserve more dense weight. At least one of the three weights must be above 0.
+    splade_weight: float
+    """Fusion weight of the SPLADE learned sparse stream (default 0.5; ignored, as 0, by a
+    store opened without that stream).
+
+    The default weights lean on the two sparse streams: on the LoCoMo development split they
+    were chosen with leave-one-conversation-out checks (see `benchmarks/README.md`); a stronger
+    embedder may deserve more dense weight. At least one weight must be above 0.
     """
 
     stage1_limit: int

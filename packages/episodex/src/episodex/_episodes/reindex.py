@@ -64,8 +64,20 @@ class ReindexReport:
 
 
 def staging_name(store: EpisodeStore, embedder: Embedder, generation: str) -> str:
-    """The staging collection of re-indexing `store`'s current collection with `embedder`."""
-    target = [generation, embedder.model_id, embedder.dimension, dict(store.bm25.config)]
+    """The staging collection of re-indexing `store`'s current collection with `embedder`.
+
+    The name digests everything the new vectors depend on (embedder, BM25 settings, stream set,
+    sparse model), so a resumed run only reuses a staging collection built the same way.
+    """
+    sparse_model = store.splade.model_id if store.splade is not None else None
+    target = [
+        generation,
+        embedder.model_id,
+        embedder.dimension,
+        dict(store.bm25.config),
+        list(store.streams),
+        sparse_model,
+    ]
     digest = hashlib.sha256(json.dumps(target, sort_keys=True).encode()).hexdigest()[:12]
     return f"{store.collection}{STAGING_MARK}{digest}"
 
@@ -120,7 +132,9 @@ def reindex(
     source = store.collection
     previous = store.stored_embedder
     staging = staging_name(store, embedder, engine.generation(source))
-    target = EpisodeStore(engine, embedder, bm25=store.bm25, collection=staging)
+    target = EpisodeStore(
+        engine, embedder, bm25=store.bm25, splade=store.splade, collection=staging
+    )
     total = engine.count(source, _EVERYTHING)
     done = embedded = resumed = 0
     offset: str | None = None
@@ -151,7 +165,9 @@ def reindex(
         for start in range(0, len(extra), 1024):
             engine.delete(staging, Filter(must=(HasId(tuple(extra[start : start + 1024])),)))
         engine.switch_collection(source, staging)
-    switched = EpisodeStore(engine, embedder, bm25=store.bm25, collection=source)
+    switched = EpisodeStore(
+        engine, embedder, bm25=store.bm25, splade=store.splade, collection=source
+    )
     report = ReindexReport(
         previous_embedder=previous,
         embedder=embedder.model_id,

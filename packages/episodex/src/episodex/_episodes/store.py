@@ -16,6 +16,7 @@ from typing import Any, Unpack
 from episodex._common.errors import EmbedderMismatchError, NotFoundError, ValidationError
 from episodex._common.validation import require_id, require_int, require_weight
 from episodex._embedders.base import Embedder
+from episodex._embedders.splade import SpladeEncoder
 from episodex._engines.base import Engine
 from episodex._engines.collection import (
     delete_counted,
@@ -46,12 +47,15 @@ __all__ = ["EpisodeStore", "ImportReport", "RecallResult"]
 
 COLLECTION = "episodes"
 REINDEX_ADVICE = (
-    "open it with the same embedder, or re-embed it with this one: `episodex --path <folder> "
-    "reindex` on the command line, or in Python `EpisodicMemory(<path>, embedder=..., "
-    "for_reindex=True)` then `await memory.reindex()` (or export it and import the file "
-    "into a new store)"
+    "open it with the models it was made with, or re-embed it with this memory's: run "
+    "`episodex reindex` (`episodex --path <folder> reindex` for a store elsewhere), or in "
+    "Python `EpisodicMemory(<path>, embedder=..., for_reindex=True)` then `await "
+    "memory.reindex()` (or export it and import the file into a new store)"
 )
-STREAMS = ("short", "long", "bm25")
+STREAMS = ("short", "long", "bm25", "splade")
+#: Fusion weight of each stream unless a recall says otherwise (chosen on the LoCoMo dev split
+#: with leave-one-conversation-out checks; see benchmarks/README.md).
+DEFAULT_WEIGHTS = {"short": 0.1, "long": 0.1, "bm25": 0.3, "splade": 0.5}
 RecallResult = dict[str, list[dict[str, Any]]]
 
 
@@ -61,7 +65,8 @@ class EpisodeStore:
     Args:
         engine: The vector engine.
         embedder: The dense embedder; its id and dimension are recorded in the collection.
-        bm25: The sparse encoder.
+        bm25: The BM25 encoder.
+        splade: The learned sparse encoder, or None for a store without that stream.
         collection: Collection name.
         for_reindex: Open a collection built with another embedder so that it can be
             re-indexed: memorizing and recalling raise `EmbedderMismatchError` until then;
@@ -74,17 +79,21 @@ class EpisodeStore:
         embedder: Embedder,
         *,
         bm25: Bm25Encoder | None = None,
+        splade: SpladeEncoder | None = None,
         collection: str = COLLECTION,
         for_reindex: bool = False,
     ) -> None:
         self.engine = engine
         self.embedder = embedder
         self.bm25 = bm25 or Bm25Encoder()
+        self.splade = splade
         self.collection = collection
+        self.streams = tuple(s for s in STREAMS if s != "splade" or splade is not None)
         spec = CollectionSpec(
             name=collection,
             dense={"short": embedder.dimension, "long": embedder.dimension},
             sparse=("bm25",),
+            sparse_plain=("splade",) if splade is not None else (),
             tenant_key="user_id",
             keywords=("agent_id", "conversation_id", "flows_activated", "tools_invoked"),
             floats=("timestamp_begin", "timestamp_end"),
@@ -96,6 +105,8 @@ class EpisodeStore:
             "where": f"the episode collection {collection!r}",
             "mismatch_advice": REINDEX_ADVICE,
             "bm25": self.bm25.config,
+            "streams": list(self.streams),
+            "sparse_model": splade.model_id if splade is not None else None,
         }
         #: Why vectors cannot be used (the collection awaits a re-index), or None.
         self.mismatch: str | None = None
@@ -132,13 +143,17 @@ class EpisodeStore:
         """
         texts = [text for pair in summaries for text in pair]
         dense = self.embedder.embed_documents(texts)
-        return [
-            (
-                {"short": dense[2 * i].tolist(), "long": dense[2 * i + 1].tolist()},
-                {"bm25": self.bm25.document(f"{short}\n{long}")},
+        joined = [f"{short}\n{long}" for short, long in summaries]
+        learned = self.splade.documents(joined) if self.splade is not None else None
+        out: list[tuple[dict[str, list[float]], dict[str, SparseVec]]] = []
+        for i, text in enumerate(joined):
+            sparse = {"bm25": self.bm25.document(text)}
+            if learned is not None:
+                sparse["splade"] = learned[i]
+            out.append(
+                ({"short": dense[2 * i].tolist(), "long": dense[2 * i + 1].tolist()}, sparse)
             )
-            for i, (short, long) in enumerate(summaries)
-        ]
+        return out
 
     def _points(self, episodes: Sequence[ConversationEpisode]) -> list[Point]:
         vectors = self.vectors([(ep.short_summary, ep.long_summary) for ep in episodes])
@@ -214,7 +229,7 @@ class EpisodeStore:
     ) -> RecallResult:
         """Recall episodes for a query.
 
-        The short, long and BM25 searches each take their `stage1_limit` best; the engine fuses
+        The short, long, BM25 and SPLADE searches each take their `stage1_limit` best; the engine fuses
         them by weighted Reciprocal Rank Fusion, once among the current conversation's episodes
         and once among the others. `RecallOptions` documents each option and its default.
 
@@ -240,15 +255,7 @@ class EpisodeStore:
         stage1 = require_int("stage1_limit", options.get("stage1_limit", 100), minimum=1)
         k = require_int("rrf_k", options.get("rrf_k", 10), minimum=1)
         with_stream_ranks = options.get("with_stream_ranks", True)
-        weights = {
-            "short": require_weight("short_weight", options.get("short_weight", 0.15)),
-            "long": require_weight("long_weight", options.get("long_weight", 0.15)),
-            "bm25": require_weight("bm25_weight", options.get("bm25_weight", 0.7)),
-        }
-        if not any(weights.values()):
-            raise ValidationError(
-                "short_weight, long_weight and bm25_weight are all 0: give at least one a weight > 0"
-            )
+        weights = self._weights(options)
         result: RecallResult = {"same_conversation": [], "previous_conversations": []}
         sides: list[tuple[str, Filter, int]] = []
         seen = self._seen_window(options)
@@ -295,6 +302,26 @@ class EpisodeStore:
                 result[name].append(item)
         return result
 
+    def _weights(self, options: RecallOptions) -> dict[str, float]:
+        weights = {
+            name: require_weight(
+                f"{name}_weight",
+                options.get(f"{name}_weight", DEFAULT_WEIGHTS[name]),  # type: ignore[misc]
+            )
+            for name in STREAMS
+        }
+        if self.splade is None:
+            if options.get("splade_weight"):
+                raise ValidationError(
+                    "splade_weight is above 0 but this store has no SPLADE stream: run "
+                    "`episodex reindex` to add it, or leave splade_weight out"
+                )
+            weights["splade"] = 0.0
+        if not any(weights.values()):
+            names = ", ".join(f"{s}_weight" for s in self.streams)
+            raise ValidationError(f"{names} are all 0: give at least one a weight > 0")
+        return weights
+
     @staticmethod
     def _seen_window(options: RecallOptions) -> Range | None:
         """The episodes already in the model's context, by where they end (`seen_from`)."""
@@ -319,6 +346,10 @@ class EpisodeStore:
             sparse = self.bm25.query(query)
             if sparse.indices:
                 streams.append(Stream("bm25", sparse, stage1))
+        if weights["splade"] > 0 and self.splade is not None:
+            learned = self.splade.query(query)
+            if learned.indices:
+                streams.append(Stream("splade", learned, stage1))
         return streams
 
     def count(self, *, user_id: str, agent_id: str, conversation_id: str | None = None) -> int:
