@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import sys
 import threading
 import time
 from typing import Any
@@ -128,6 +130,43 @@ def test_close_while_a_call_runs_releases_the_caller() -> None:
     assert outcome and (outcome[0] == "returned" or isinstance(outcome[0], StoreClosedError))
     with pytest.raises(StoreClosedError, match="closed"):
         mem.count(user_id="u", agent_id="a")
+
+
+_CLOSE_DURING_A_CALL = """
+import contextlib, threading, time
+from episodex import SyncEpisodicMemory, StoreClosedError
+from episodex.testing import HashEmbedder
+
+mem = SyncEpisodicMemory(location=":memory:", embedder=HashEmbedder())
+release = threading.Event()
+mem.memory.store.count = lambda *a, **k: release.wait(5) and 0
+
+def call():
+    with contextlib.suppress(StoreClosedError):
+        mem.count(user_id="u", agent_id="a")
+
+thread = threading.Thread(target=call)
+thread.start()
+time.sleep(0.3)
+mem.close()
+release.set()
+thread.join()
+print("done")
+"""
+
+
+def test_close_while_a_call_runs_leaves_no_pending_task_behind() -> None:
+    # asyncio reports a task destroyed while pending when the interpreter exits, so the check
+    # runs in a process of its own and reads what it printed on the way out.
+    run = subprocess.run(
+        [sys.executable, "-c", _CLOSE_DURING_A_CALL],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert run.returncode == 0 and run.stdout.strip() == "done", run.stderr
+    assert "destroyed but it is pending" not in run.stderr, run.stderr
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")

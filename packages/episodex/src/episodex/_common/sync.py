@@ -248,10 +248,18 @@ class _LoopThread:
                     )
         if self._loop.is_closed() or os.getpid() != self._pid:
             return
-        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._loop.call_soon_threadsafe(self._cancel_then_stop)
         self._thread.join(timeout=5)
         if not self._thread.is_alive():
             self._loop.close()
+
+    def _cancel_then_stop(self) -> None:
+        # Calls still running are cancelled first: their tasks then finish on the next pass of
+        # the loop, before it stops, instead of being destroyed while pending (which asyncio
+        # reports as an error when they are garbage-collected).
+        for task in asyncio.all_tasks(self._loop):
+            task.cancel()
+        self._loop.call_soon(self._loop.stop)
 
 
 def _settle(task: asyncio.Task[T], done: concurrent.futures.Future[T]) -> None:
