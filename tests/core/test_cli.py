@@ -170,6 +170,8 @@ def test_add_from_json_on_stdin(
                 "0",
                 "--splade-weight",
                 "0",
+                "--splade-short-weight",
+                "0",
             ],
             2,
             "all 0",
@@ -217,7 +219,7 @@ def test_demo_runs_as_a_command(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "memorized 7 support episodes for 2 users" in out
-    assert "1. score" in out and "[short #1, long #1, bm25 #1, splade #1]" in out
+    assert "1. score" in out and "[short #1, long #1, bm25 #1, splade #1, splade_short #1]" in out
     assert "Alice could not log in after resetting her password." in out.split("prompt block")[0]
     assert out.count("<recalled_episodes>") == 1 and "</recalled_episodes>" in out
     assert "all his own (0 from other users)" in out

@@ -65,17 +65,18 @@ async def test_splade_alone_finds_a_paraphrase_and_says_so(memory: EpisodicMemor
         long_weight=0,
         bm25_weight=0,
         splade_weight=1,
+        splade_short_weight=0,
     )
     top: dict[str, Any] = res["previous_conversations"][0]
     assert top["conversation_id"] == "c2"
     assert set(top["streams"]) == {"splade"} and top["streams"]["splade"]["rank"] == 1
 
 
-async def test_default_recall_fuses_four_streams(memory: EpisodicMemory) -> None:
+async def test_default_recall_fuses_five_streams(memory: EpisodicMemory) -> None:
     res = await memory.recall(user_id="u", agent_id="a", query="When did Jon open a dance studio?")
     top: dict[str, Any] = res["previous_conversations"][0]
     assert top["conversation_id"] == "c3"
-    assert set(top["streams"]) == {"short", "long", "bm25", "splade"}
+    assert set(top["streams"]) == {"short", "long", "bm25", "splade", "splade_short"}
 
 
 async def test_store_without_splade_refuses_its_weight(

@@ -33,10 +33,11 @@ DOCUMENTED_DEFAULTS: RecallOptions = {
     "same_conversation_limit": 5,
     "short_weight": 0.1,
     "long_weight": 0.1,
-    "bm25_weight": 0.3,
-    "splade_weight": 0.5,
+    "bm25_weight": 0.2,
+    "splade_weight": 0.3,
+    "splade_short_weight": 0.3,
     "stage1_limit": 100,
-    "rrf_k": 10,
+    "rrf_k": 20,
     "with_stream_ranks": True,
 }
 

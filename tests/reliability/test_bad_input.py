@@ -218,7 +218,13 @@ async def test_reads_reject_bad_arguments(seeded: EpisodicMemory) -> None:
         (lambda: mem.recall(**t, query="q", bm25_weight="1"), "bm25_weight"),  # type: ignore[arg-type]
         (
             lambda: mem.recall(
-                **t, query="q", short_weight=0, long_weight=0, bm25_weight=0, splade_weight=0
+                **t,
+                query="q",
+                short_weight=0,
+                long_weight=0,
+                bm25_weight=0,
+                splade_weight=0,
+                splade_short_weight=0,
             ),
             "all 0: give at least one a weight > 0",
         ),

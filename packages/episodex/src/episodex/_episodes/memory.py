@@ -33,9 +33,10 @@ T = TypeVar("T")
 class EpisodicMemory:
     """Episodic memory of conversations: hybrid recall over dense, BM25 and SPLADE streams.
 
-    Each episode is stored with four vectors (`short` and `long` dense, `bm25` and `splade`
-    sparse). Recall runs the four searches, fuses them with weighted Reciprocal Rank Fusion in the engine and
-    returns matches from the current conversation and from previous ones separately. Every
+    Each episode is stored with five vectors (`short` and `long` dense; `bm25` and `splade`
+    sparse over both summaries, `splade_short` over the short one). Recall runs the five
+    searches, fuses them with weighted Reciprocal Rank Fusion in the engine and returns matches
+    from the current conversation and from previous ones separately. Every
     operation is confined to one `user_id` and one `agent_id`.
 
     Setup:
@@ -88,8 +89,8 @@ class EpisodicMemory:
             any `Embedder`.
         engine: An engine you opened yourself, instead of path/url/location.
         bm25: The BM25 encoder (BM25 parameters).
-        splade: True for the bundled SPLADE-tiny learned sparse stream, a `SpladeEncoder`, or
-            False for a store without it (the stream set is recorded in the store: a store
+        splade: True for the bundled SPLADE-tiny learned sparse streams, a `SpladeEncoder`, or
+            False for a store without them (the stream set is recorded in the store: a store
             made with another set must be re-indexed).
         for_reindex: Open a store built with another embedder or stream set instead of raising
             `EmbedderMismatchError`, to `reindex()` it with `embedder` and `splade`; until then

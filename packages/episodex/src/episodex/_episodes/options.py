@@ -31,22 +31,26 @@ class RecallOptions(TypedDict, total=False):
     """Fusion weight of the long-summary dense stream (default 0.1)."""
 
     bm25_weight: float
-    """Fusion weight of the BM25 sparse stream (default 0.3)."""
+    """Fusion weight of the BM25 sparse stream (default 0.2)."""
 
     splade_weight: float
-    """Fusion weight of the SPLADE learned sparse stream (default 0.5; ignored, as 0, by a
-    store opened without that stream).
+    """Fusion weight of the SPLADE learned sparse stream over both summaries (default 0.3;
+    ignored, as 0, by a store opened without the SPLADE streams).
 
-    The default weights lean on the two sparse streams: on the LoCoMo development split they
+    The default weights lean on the sparse streams: on the LoCoMo development split they
     were chosen with leave-one-conversation-out checks (see `benchmarks/README.md`); a stronger
     embedder may deserve more dense weight. At least one weight must be above 0.
     """
+
+    splade_short_weight: float
+    """Fusion weight of the SPLADE stream over the short summary alone (default 0.3; ignored,
+    as 0, by a store opened without the SPLADE streams)."""
 
     stage1_limit: int
     """How many candidates each stream finds before fusion (default 100)."""
 
     rrf_k: int
-    """The Reciprocal Rank Fusion constant (default 10).
+    """The Reciprocal Rank Fusion constant (default 20).
 
     Each stream adds `1 / (rank / weight + rrf_k - 1)` to the score of every hit it found.
     """

@@ -52,10 +52,14 @@ REINDEX_ADVICE = (
     "Python `EpisodicMemory(<path>, embedder=..., for_reindex=True)` then `await "
     "memory.reindex()` (or export it and import the file into a new store)"
 )
-STREAMS = ("short", "long", "bm25", "splade")
+STREAMS = ("short", "long", "bm25", "splade", "splade_short")
+#: The streams the learned sparse encoder adds: the joined summaries, and the short one alone.
+LEARNED = ("splade", "splade_short")
 #: Fusion weight of each stream unless a recall says otherwise (chosen on the LoCoMo dev split
 #: with leave-one-conversation-out checks; see benchmarks/README.md).
-DEFAULT_WEIGHTS = {"short": 0.1, "long": 0.1, "bm25": 0.3, "splade": 0.5}
+DEFAULT_WEIGHTS = {"short": 0.1, "long": 0.1, "bm25": 0.2, "splade": 0.3, "splade_short": 0.3}
+#: Reciprocal Rank Fusion constant unless a recall says otherwise (chosen with the weights).
+DEFAULT_RRF_K = 20
 RecallResult = dict[str, list[dict[str, Any]]]
 
 
@@ -66,7 +70,7 @@ class EpisodeStore:
         engine: The vector engine.
         embedder: The dense embedder; its id and dimension are recorded in the collection.
         bm25: The BM25 encoder.
-        splade: The learned sparse encoder, or None for a store without that stream.
+        splade: The learned sparse encoder, or None for a store without its two streams.
         collection: Collection name.
         for_reindex: Open a collection built with another embedder so that it can be
             re-indexed: memorizing and recalling raise `EmbedderMismatchError` until then;
@@ -88,12 +92,12 @@ class EpisodeStore:
         self.bm25 = bm25 or Bm25Encoder()
         self.splade = splade
         self.collection = collection
-        self.streams = tuple(s for s in STREAMS if s != "splade" or splade is not None)
+        self.streams = tuple(s for s in STREAMS if s not in LEARNED or splade is not None)
         spec = CollectionSpec(
             name=collection,
             dense={"short": embedder.dimension, "long": embedder.dimension},
             sparse=("bm25",),
-            sparse_plain=("splade",) if splade is not None else (),
+            sparse_plain=LEARNED if splade is not None else (),
             tenant_key="user_id",
             keywords=("agent_id", "conversation_id", "flows_activated", "tools_invoked"),
             floats=("timestamp_begin", "timestamp_end"),
@@ -144,12 +148,18 @@ class EpisodeStore:
         texts = [text for pair in summaries for text in pair]
         dense = self.embedder.embed_documents(texts)
         joined = [f"{short}\n{long}" for short, long in summaries]
-        learned = self.splade.documents(joined) if self.splade is not None else None
+        learned = learned_short = None
+        if self.splade is not None:
+            # The short summary gets a vector of its own: in the joined text the long
+            # summary's neighbouring lines outweigh the few words that make the episode.
+            learned = self.splade.documents(joined)
+            learned_short = self.splade.documents([short for short, _ in summaries])
         out: list[tuple[dict[str, list[float]], dict[str, SparseVec]]] = []
         for i, text in enumerate(joined):
             sparse = {"bm25": self.bm25.document(text)}
-            if learned is not None:
+            if learned is not None and learned_short is not None:
                 sparse["splade"] = learned[i]
+                sparse["splade_short"] = learned_short[i]
             out.append(
                 ({"short": dense[2 * i].tolist(), "long": dense[2 * i + 1].tolist()}, sparse)
             )
@@ -229,8 +239,8 @@ class EpisodeStore:
     ) -> RecallResult:
         """Recall episodes for a query.
 
-        The short, long, BM25 and SPLADE searches each take their `stage1_limit` best; the engine fuses
-        them by weighted Reciprocal Rank Fusion, once among the current conversation's episodes
+        The short, long, BM25, SPLADE and SPLADE-short searches each take their `stage1_limit`
+        best; the engine fuses them by weighted Reciprocal Rank Fusion, once among the current conversation's episodes
         and once among the others. `RecallOptions` documents each option and its default.
 
         Returns `{"same_conversation": [...], "previous_conversations": [...]}`, each best
@@ -253,7 +263,7 @@ class EpisodeStore:
             "same_conversation_limit", options.get("same_conversation_limit", 5)
         )
         stage1 = require_int("stage1_limit", options.get("stage1_limit", 100), minimum=1)
-        k = require_int("rrf_k", options.get("rrf_k", 10), minimum=1)
+        k = require_int("rrf_k", options.get("rrf_k", DEFAULT_RRF_K), minimum=1)
         with_stream_ranks = options.get("with_stream_ranks", True)
         weights = self._weights(options)
         result: RecallResult = {"same_conversation": [], "previous_conversations": []}
@@ -311,12 +321,13 @@ class EpisodeStore:
             for name in STREAMS
         }
         if self.splade is None:
-            if options.get("splade_weight"):
-                raise ValidationError(
-                    "splade_weight is above 0 but this store has no SPLADE stream: run "
-                    "`episodex reindex` to add it, or leave splade_weight out"
-                )
-            weights["splade"] = 0.0
+            for name in LEARNED:
+                if options.get(f"{name}_weight"):
+                    raise ValidationError(
+                        f"{name}_weight is above 0 but this store has no SPLADE streams: run "
+                        f"`episodex reindex` to add them, or leave {name}_weight out"
+                    )
+                weights[name] = 0.0
         if not any(weights.values()):
             names = ", ".join(f"{s}_weight" for s in self.streams)
             raise ValidationError(f"{names} are all 0: give at least one a weight > 0")
@@ -346,10 +357,13 @@ class EpisodeStore:
             sparse = self.bm25.query(query)
             if sparse.indices:
                 streams.append(Stream("bm25", sparse, stage1))
-        if weights["splade"] > 0 and self.splade is not None:
+        if self.splade is not None and any(weights[name] > 0 for name in LEARNED):
+            # One query vector serves both learned streams.
             learned = self.splade.query(query)
             if learned.indices:
-                streams.append(Stream("splade", learned, stage1))
+                streams.extend(
+                    Stream(name, learned, stage1) for name in LEARNED if weights[name] > 0
+                )
         return streams
 
     def count(self, *, user_id: str, agent_id: str, conversation_id: str | None = None) -> int:
