@@ -234,13 +234,13 @@ class EpisodeStoreConformance:
             "metadata",
         ):
             assert key in top
-        assert set(top["streams"]) == {"short", "long", "bm25", "splade"}
+        assert set(top["streams"]) == {"short", "long", "bm25", "splade", "splade_short"}
         assert all(v["rank"] == 1 for v in top["streams"].values())
 
     async def test_fused_score_is_weighted_rrf_of_stream_ranks(
         self, memory: EpisodicMemory, loaded: list[str]
     ) -> None:
-        weights = {"short": 0.2, "long": 0.3, "bm25": 0.3, "splade": 0.2}
+        weights = {"short": 0.2, "long": 0.3, "bm25": 0.5, "splade": 0.4, "splade_short": 0.1}
         res = await memory.recall(
             user_id=U,
             agent_id=A,
@@ -250,6 +250,7 @@ class EpisodeStoreConformance:
             long_weight=weights["long"],
             bm25_weight=weights["bm25"],
             splade_weight=weights["splade"],
+            splade_short_weight=weights["splade_short"],
         )
         items = res["previous_conversations"]
         assert len(items) == len(CORPUS)
@@ -279,12 +280,12 @@ class EpisodeStoreConformance:
     async def test_default_weights_lean_on_the_sparse_streams(
         self, memory: EpisodicMemory, loaded: list[str]
     ) -> None:
-        res = await memory.recall(user_id=U, agent_id=A, query="order refund address", rrf_k=10)
+        res = await memory.recall(user_id=U, agent_id=A, query="order refund address")
         # The documented defaults (README, "Recall"): chosen on the LoCoMo dev split.
-        weights = {"short": 0.1, "long": 0.1, "bm25": 0.3, "splade": 0.5}
+        weights = {"short": 0.1, "long": 0.1, "bm25": 0.2, "splade": 0.3, "splade_short": 0.3}
         for item in res["previous_conversations"]:
             ranks = {s: v["rank"] for s, v in item["streams"].items()}
-            assert item["score"] == pytest.approx(reference_rrf(ranks, weights, 10), rel=1e-4)
+            assert item["score"] == pytest.approx(reference_rrf(ranks, weights, 20), rel=1e-4)
 
     async def test_recall_never_crosses_user_or_agent(
         self, memory: EpisodicMemory, loaded: list[str]
@@ -313,6 +314,7 @@ class EpisodeStoreConformance:
             long_weight=0,
             bm25_weight=1,
             splade_weight=0,
+            splade_short_weight=0,
         )
         items = res["previous_conversations"]
         assert [i["short_summary_text"] for i in items] == [
@@ -329,6 +331,7 @@ class EpisodeStoreConformance:
             query="money back for a broken kitchen appliance",
             bm25_weight=0,
             splade_weight=0,
+            splade_short_weight=0,
         )
         top = res["previous_conversations"][0]
         assert top["short_summary_text"].startswith("Refund issued")
@@ -375,7 +378,13 @@ class EpisodeStoreConformance:
             {"previous_conversation_limit": -1},
             {"stage1_limit": 0},
             {"rrf_k": 0},
-            {"short_weight": 0, "long_weight": 0, "bm25_weight": 0, "splade_weight": 0},
+            {
+                "short_weight": 0,
+                "long_weight": 0,
+                "bm25_weight": 0,
+                "splade_weight": 0,
+                "splade_short_weight": 0,
+            },
             {"bm25_weight": float("nan")},
             {"short_weight": -1},
         ],
