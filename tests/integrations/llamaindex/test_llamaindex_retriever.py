@@ -80,7 +80,8 @@ async def test_aretrieve_returns_scored_nodes_best_first(memory: EpisodicMemory,
     assert meta["user_id"] == user and meta["agent_id"] == AGENT
     assert meta["episode_metadata"] == {"channel": "chat"}
     assert datetime.fromisoformat(meta["timestamp_end"]).tzinfo is not None
-    assert set(meta["streams"]) <= {"short", "long", "bm25", "splade"} and meta["streams"]
+    assert set(meta["streams"]) <= {"short", "long", "bm25", "splade", "splade_short"}
+    assert meta["streams"]
     json.dumps(meta)  # plain JSON: storable in any LlamaIndex docstore
     # What an LLM sees: the episode and where it came from, not ids and ranks.
     shown = best.get_content(metadata_mode=MetadataMode.LLM)
