@@ -1,17 +1,20 @@
-"""Recall quality on the LoCoMo development split: dense only, BM25 only and hybrid.
+"""Recall quality on the LoCoMo development split: each stream alone, and fused.
 
     .venv/bin/python benchmarks/recall_quality.py             # the three modes, default recipe
     .venv/bin/python benchmarks/recall_quality.py --explore   # + weights, rrf_k, recipes, and
                                                               # the leave-one-conversation-out check
+    .venv/bin/python benchmarks/recall_quality.py --explore --ideas   # + re-rank/query ideas
     .venv/bin/python benchmarks/recall_quality.py --short-weight 0.2 --long-weight 0.3 \\
-        --bm25-weight 0.5 --rrf-k 10 --stage1 100 --window 1,1 --date long
+        --bm25-weight 0.5 --splade-weight 0 --splade-short-weight 0 --rrf-k 10 --stage1 100 \\
+        --window 1,1 --date long
 
 Every turn of a conversation is memorized as one episode of that conversation's user
 (user_id = the conversation, conversation_id = its session), each question is recalled with
 that user only, and the recalled episodes' `dia_id`s are compared with the question's evidence.
 No LLM anywhere. Writes `benchmarks/results/recall_quality.md`, `.json` and PNG plots.
 
-The ingestion recipe decides the two summaries (BM25 indexes both, joined):
+The ingestion recipe decides the two summaries (BM25 and SPLADE index both, joined;
+SPLADE-short the short one):
 - short summary: `Speaker: text` of the turn (with the caption of a shared photo);
 - long summary: the turn with `before`/`after` neighbouring turns of the same session
   (`--window before,after`), prefixed with the session date unless `--date none`
@@ -22,11 +25,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -53,7 +57,7 @@ from _common import (
 from episodex import EpisodicMemory, default_embedder
 from episodex._embedders.base import Embedder
 from episodex._embedders.cache import VectorCacheEmbedder
-from episodex._episodes.store import DEFAULT_WEIGHTS
+from episodex._episodes.store import DEFAULT_RRF_K, DEFAULT_WEIGHTS
 
 AGENT = "locomo"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -90,22 +94,95 @@ class Recipe:
 
 
 @dataclass(frozen=True)
+class Rerank:
+    """An idea tried on top of the engine's fused top 50, in the harness only (not the library).
+
+    `neighbours`: each hit gains that share of the fused scores of its neighbouring turns
+    (same session) found in the top 50. `session`: each hit gains that share of the top hit's
+    score, scaled by how much of the top 10's score its session holds. `diversity`: the top 10
+    are picked greedily, each hit's score multiplied by (1 - diversity) per hit of its session
+    already picked. `drop_names`: the two speakers' names are taken out of the question (the
+    harness knows them; the library does not).
+    """
+
+    neighbours: float = 0.0
+    session: float = 0.0
+    diversity: float = 0.0
+    drop_names: bool = False
+
+    @property
+    def name(self) -> str:
+        parts = [
+            f"{label} {value:g}"
+            for label, value in (
+                ("neighbours", self.neighbours),
+                ("session boost", self.session),
+                ("session diversity", self.diversity),
+            )
+            if value
+        ]
+        return " + ".join(parts + (["names dropped"] if self.drop_names else []))
+
+    def query(self, question: str, conv: Conversation) -> str:
+        if not self.drop_names:
+            return question
+        for name in conv.speakers:
+            question = re.sub(rf"\b{re.escape(name)}('s)?\b", " ", question)
+        return " ".join(question.split()) or "?"
+
+    def apply(self, hits: Sequence[tuple[str, float]]) -> list[str]:
+        base = dict(hits)
+        out = dict(base)
+        if self.neighbours:
+            for d in base:
+                session, turn = d.split(":")
+                for other in (f"{session}:{int(turn) - 1}", f"{session}:{int(turn) + 1}"):
+                    out[d] += self.neighbours * base.get(other, 0.0)
+        if self.session and hits:
+            held: dict[str, float] = {}
+            for d, v in hits[:10]:
+                held[d.split(":")[0]] = held.get(d.split(":")[0], 0.0) + v
+            top, most = hits[0][1], max(held.values())
+            for d in base:
+                out[d] += self.session * top * held.get(d.split(":")[0], 0.0) / most
+        order = sorted(base, key=lambda d: -out[d])
+        if not self.diversity:
+            return order
+        picked: list[str] = []
+        seen: dict[str, int] = {}
+        while order and len(picked) < 10:
+            best = max(
+                order, key=lambda d: out[d] * (1 - self.diversity) ** seen.get(d.split(":")[0], 0)
+            )
+            order.remove(best)
+            picked.append(best)
+            seen[best.split(":")[0]] = seen.get(best.split(":")[0], 0) + 1
+        return picked + order
+
+
+@dataclass(frozen=True)
 class Search:
     """Recall options, as `EpisodicMemory.recall` takes them."""
 
     short_weight: float = DEFAULT_WEIGHTS["short"]
     long_weight: float = DEFAULT_WEIGHTS["long"]
     bm25_weight: float = DEFAULT_WEIGHTS["bm25"]
-    rrf_k: int = 10
+    rrf_k: int = DEFAULT_RRF_K
     stage1: int = 100
     label: str = ""
     splade_weight: float = DEFAULT_WEIGHTS["splade"]
+    splade_short_weight: float = DEFAULT_WEIGHTS["splade_short"]
+    rerank: Rerank | None = None
 
     @property
     def name(self) -> str:
+        if self.rerank is not None:
+            return f"{replace(self, rerank=None).name} + {self.rerank.name}"
         w = f"{self.short_weight:g}/{self.long_weight:g}/{self.bm25_weight:g}"
         if self.splade_weight:
             w += f"/splade {self.splade_weight:g}"
+        if self.splade_short_weight:
+            w += f"/splade_short {self.splade_short_weight:g}"
         return self.label or f"hybrid {w} k={self.rrf_k}" + (
             "" if self.stage1 == 100 else f" s1={self.stage1}"
         )
@@ -114,16 +191,49 @@ class Search:
 DEFAULT_RECIPE = Recipe()
 _W = DEFAULT_WEIGHTS
 DEFAULT = Search(
-    label=f"default {_W['short']:g}/{_W['long']:g}/{_W['bm25']:g}/splade {_W['splade']:g}, k=10"
+    label=f"default {_W['short']:g}/{_W['long']:g}/{_W['bm25']:g}/splade {_W['splade']:g}"
+    f"/splade_short {_W['splade_short']:g}, k={DEFAULT_RRF_K}"
 )
-SEED = Search(0.2, 0.3, 0.5, 10, label="hybrid (seed 0.2/0.3/0.5, k=10)", splade_weight=0.0)
+SEED = Search(
+    0.2,
+    0.3,
+    0.5,
+    10,
+    label="hybrid (seed 0.2/0.3/0.5, k=10)",
+    splade_weight=0.0,
+    splade_short_weight=0.0,
+)
 PREVIOUS = Search(
-    0.15, 0.15, 0.7, 10, label="previous default 0.15/0.15/0.7, no SPLADE", splade_weight=0.0
+    0.15,
+    0.15,
+    0.7,
+    10,
+    label="previous default 0.15/0.15/0.7, no SPLADE",
+    splade_weight=0.0,
+    splade_short_weight=0.0,
 )
-DENSE = Search(0.5, 0.5, 0.0, label="dense only (short+long)", splade_weight=0.0)
-BM25 = Search(0.0, 0.0, 1.0, label="BM25 only", splade_weight=0.0)
-SPLADE = Search(0.0, 0.0, 0.0, label="SPLADE only", splade_weight=1.0)
-MODES = (DENSE, BM25, SPLADE, PREVIOUS, DEFAULT)
+#: The defaults of the four-stream plan (one SPLADE vector over both summaries).
+FOUR_STREAMS = Search(
+    0.1,
+    0.1,
+    0.3,
+    10,
+    label="four streams 0.1/0.1/0.3/splade 0.5, k=10",
+    splade_weight=0.5,
+    splade_short_weight=0.0,
+)
+DENSE = Search(
+    0.5, 0.5, 0.0, label="dense only (short+long)", splade_weight=0.0, splade_short_weight=0.0
+)
+BM25 = Search(0.0, 0.0, 1.0, label="BM25 only", splade_weight=0.0, splade_short_weight=0.0)
+SPLADE = Search(
+    0.0, 0.0, 0.0, label="SPLADE only (both summaries)", splade_weight=1.0, splade_short_weight=0.0
+)
+SPLADE_SHORT = Search(
+    0.0, 0.0, 0.0, label="SPLADE-short only", splade_weight=0.0, splade_short_weight=1.0
+)
+MODES = (DENSE, BM25, SPLADE, SPLADE_SHORT, PREVIOUS, FOUR_STREAMS, DEFAULT)
+BASELINE = 5  # the row of MODES the exploration compares with
 
 
 def parse_session_date(text: str) -> datetime | None:
@@ -205,20 +315,25 @@ def ingest(mem: EpisodicMemory, conv: Conversation, recipe: Recipe) -> None:
 def recalled(
     mem: EpisodicMemory, conv: Conversation, question: str, search: Search, k: int = 10
 ) -> list[str]:
+    idea = search.rerank
     res = mem.store.recall(
         user_id=conv.name,
         agent_id=AGENT,
-        query=question,
-        previous_conversation_limit=k,
+        query=idea.query(question, conv) if idea else question,
+        previous_conversation_limit=50 if idea else k,
         same_conversation_limit=0,
         short_weight=search.short_weight,
         long_weight=search.long_weight,
         bm25_weight=search.bm25_weight,
         splade_weight=search.splade_weight,
+        splade_short_weight=search.splade_short_weight,
         stage1_limit=search.stage1,
         rrf_k=search.rrf_k,
+        # Ranks per stream do not change the order; leaving them out halves the run time.
+        with_stream_ranks=False,
     )
-    return [item["metadata"]["dia_id"] for item in res["previous_conversations"]]
+    hits = [(item["metadata"]["dia_id"], item["score"]) for item in res["previous_conversations"]]
+    return idea.apply(hits)[:k] if idea else [d for d, _ in hits]
 
 
 def score(ranked: Sequence[str], evidence: Sequence[str]) -> dict[str, float]:
@@ -304,28 +419,65 @@ class Bench:
 
 
 def exploration_grid() -> tuple[list[Search], list[Recipe]]:
-    """Fusion weights of the four streams (summing to 1) at three rrf_k, and two recipes."""
+    """Fusion weights of the five streams (summing to 1) at two rrf_k, and three recipes.
+
+    The learned sparse weight is shared between SPLADE over both summaries and SPLADE over the
+    short one (share 0 is the four-stream plan).
+    """
     searches: list[Search] = []
-    for k in (5, 10, 20):
-        for dense in (0.0, 0.1, 0.2, 0.3):
-            for bm25 in (0.0, 0.1, 0.2, 0.3, 0.5):
-                splade = round(1.0 - dense - bm25, 2)
-                if splade < 0:
-                    continue
-                half = round(dense / 2, 3)
-                searches.append(Search(half, half, bm25, k, splade_weight=splade))
-    recipes = [Recipe(0, 0, "long"), Recipe(2, 2, "long")]
+    for k in (10, 20):
+        for dense in (0.1, 0.2):
+            for bm25 in (0.1, 0.2, 0.3):
+                learned = round(1.0 - dense - bm25, 3)
+                for short_share in (0.0, 0.4, 0.5, 0.6):
+                    half = round(dense / 2, 3)
+                    short = round(learned * short_share, 3)
+                    searches.append(
+                        Search(
+                            half,
+                            half,
+                            bm25,
+                            k,
+                            splade_weight=round(learned - short, 3),
+                            splade_short_weight=short,
+                        )
+                    )
+    recipes = [Recipe(1, 1, "long"), Recipe(0, 0, "long"), Recipe(2, 2, "long")]
     return searches, recipes
 
 
-def explore(bench: Bench, base: Recipe, *, progress: bool) -> list[dict[str, Any]]:
+def explore(bench: Bench, *, progress: bool) -> list[dict[str, Any]]:
+    """Every search of the grid on every recipe of the grid."""
     searches, recipes = exploration_grid()
     out: list[dict[str, Any]] = []
-    for s in tqdm(searches, desc="search options", disable=not progress):
-        out.append(bench.run(base, s))
-    for r in tqdm(recipes, desc="recipes", disable=not progress):
-        for s in (SPLADE, PREVIOUS, DEFAULT):
+    for r in recipes:
+        for s in tqdm(searches, desc=f"search options, {r.name}", disable=not progress):
             out.append(bench.run(r, s))
+    return out
+
+
+IDEAS = (
+    Rerank(neighbours=0.1),
+    Rerank(neighbours=0.2),
+    Rerank(neighbours=0.3),
+    Rerank(session=0.1),
+    Rerank(session=0.2),
+    Rerank(session=0.3),
+    Rerank(diversity=0.1),
+    Rerank(diversity=0.2),
+    Rerank(drop_names=True),
+)
+
+
+def try_ideas(bench: Bench, *, progress: bool) -> list[dict[str, Any]]:
+    """The default search alone and with each idea, on the default recipe and window 2,2."""
+    out: list[dict[str, Any]] = []
+    for recipe in (DEFAULT_RECIPE, Recipe(2, 2, "long")):
+        base = Search()
+        for search in (base, *(replace(base, rerank=i) for i in IDEAS)):
+            out.append(bench.run(recipe, search))
+        if progress:
+            print(f"ideas done on {recipe.name}")
     return out
 
 
@@ -367,6 +519,101 @@ def leave_one_out(results: Sequence[dict[str, Any]], convs: Sequence[str]) -> li
 
 
 # -- report -------------------------------------------------------------------------------
+
+
+def ideas_section(ideas: Sequence[dict[str, Any]], convs: Sequence[str]) -> list[str]:
+    """Each idea's overall scores, and what leaving one conversation out picks among them."""
+    keys = ("turn_any@5", "turn_any@10", "session_any@5")
+    rows = [
+        [
+            r["recipe"],
+            r["search"],
+            *(pct(r["all"][m]) for m in keys),
+            "/".join(f"{pct(r['by_conversation'][c]['turn_any@5']):.1f}" for c in convs),
+        ]
+        for r in ideas
+    ]
+    picks: list[list[Any]] = []
+    for recipe in dict.fromkeys(r["recipe"] for r in ideas):
+        mine = [r for r in ideas if r["recipe"] == recipe]
+        for pick in leave_one_out(mine, convs):
+            v = pick["held_out_scores"]
+            base = mine[0]["by_conversation"][pick["held_out"]]
+            picks.append(
+                [recipe, pick["held_out"], pick["chosen"]]
+                + ["/".join(f"{pct(x[m]):.1f}" for m in keys) for x in (v, base)]
+            )
+    return [
+        "## Ideas on top of the default (harness-side, not in the library)",
+        "",
+        "Each idea re-ranks the engine's fused top 50 of the default search (see `Rerank`), or "
+        "takes the speakers' names out of the question. Overall figures, then the "
+        "leave-one-out pick among the default and the ideas.",
+        "",
+        md_table(["recipe", "search", *(f"{m} %" for m in keys), "any@5 per conversation %"], rows),
+        "",
+        md_table(
+            [
+                "recipe",
+                "held out",
+                "chosen on the other two",
+                "chosen, held out %",
+                "default, held out %",
+            ],
+            picks,
+        ),
+        "",
+    ]
+
+
+def loo_by_recipe(explore_rows: Sequence[dict[str, Any]], convs: Sequence[str]) -> list[str]:
+    """The leave-one-out check within each recipe, next to the fixed default and four streams.
+
+    The recipe is the caller's ingestion choice: this shows that the weights chosen on two
+    conversations also hold on the third whatever the recipe, and how the fixed default and
+    the four-stream plan score on the same held-out conversation.
+    """
+    default_name = Search(label="").name  # the grid names the default's weights this way
+    four_name = Search(0.1, 0.1, 0.3, 10, splade_weight=0.5, splade_short_weight=0.0).name
+    rows: list[list[Any]] = []
+    for recipe in dict.fromkeys(r["recipe"] for r in explore_rows):
+        mine = [r for r in explore_rows if r["recipe"] == recipe]
+        by_name = {r["search"]: r for r in mine}
+        for pick in leave_one_out(mine, convs):
+            held = pick["held_out"]
+            cells = [recipe, held, pick["chosen"]]
+            for res_scores in (
+                pick["held_out_scores"],
+                by_name[default_name]["by_conversation"][held],
+                by_name[four_name]["by_conversation"][held],
+            ):
+                cells += [
+                    "/".join(
+                        f"{pct(res_scores[m]):.1f}"
+                        for m in ("turn_any@5", "turn_any@10", "session_any@5")
+                    )
+                ]
+            rows.append(cells)
+    return [
+        "## Leave one conversation out, within each recipe",
+        "",
+        "Turn any@5 / turn any@10 / session any@5 on the held-out conversation: of the "
+        "configuration chosen on the other two (same recipe), of the default "
+        f"({default_name}) and of the four-stream plan ({four_name}).",
+        "",
+        md_table(
+            [
+                "recipe",
+                "held out",
+                "chosen on the other two",
+                "chosen, held out %",
+                "default, held out %",
+                "four streams, held out %",
+            ],
+            rows,
+        ),
+        "",
+    ]
 
 
 def pct(x: float) -> float:
@@ -475,10 +722,10 @@ def report(payload: dict[str, Any], out: Path) -> None:
             "",
             "Overall figures are over all category 1-4 questions of the three conversations; the "
             "per-conversation columns and the last column (conversations where turn recall_any@10 "
-            f"beats / trails the baseline, {payload['modes'][3]['search']} with the default recipe) "
-            "check that a gain is not one conversation's luck.",
+            f"beats / trails the baseline, {payload['modes'][BASELINE]['search']} with the default "
+            "recipe) check that a gain is not one conversation's luck.",
             "",
-            table_explore(payload["explore"], payload["modes"][3], convs),
+            table_explore(payload["explore"], payload["modes"][BASELINE], convs),
             "",
         ]
     if payload.get("leave_one_out"):
@@ -511,6 +758,10 @@ def report(payload: dict[str, Any], out: Path) -> None:
             ),
             "",
         ]
+    if payload.get("explore"):
+        lines += loo_by_recipe(payload["explore"], convs)
+    if payload.get("ideas"):
+        lines += ideas_section(payload["ideas"], convs)
     if payload.get("recommended"):
         per_conv = [
             [res["search"], conv, *(pct(v[m]) for m in METRICS)]
@@ -539,7 +790,7 @@ def report(payload: dict[str, Any], out: Path) -> None:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     p.add_argument("--data", type=Path, default=LOCOMO)
     p.add_argument("--conversations", default=None, help="comma list of file stems (default all)")
     p.add_argument(
@@ -552,6 +803,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--long-weight", type=float, default=None)
     p.add_argument("--bm25-weight", type=float, default=None)
     p.add_argument("--splade-weight", type=float, default=None)
+    p.add_argument("--splade-short-weight", type=float, default=None)
     p.add_argument("--rrf-k", type=int, default=None)
     p.add_argument("--stage1", type=int, default=None)
     p.add_argument(
@@ -560,9 +812,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--date", default="long", choices=("none", "long", "both"))
     p.add_argument("--explore", action="store_true", help="also run the exploration grid")
     p.add_argument(
+        "--ideas", action="store_true", help="also try the re-rank and query ideas (Rerank)"
+    )
+    p.add_argument(
         "--recommend",
         default=None,
-        help="'before,after,date;short,long,bm25,k' to report against the default",
+        help="'before,after,date;short,long,bm25,splade,splade_short,k' to report against the "
+        "previous default",
     )
     p.add_argument("--cache", type=Path, default=CACHE)
     p.add_argument("--out", type=Path, default=RESULTS)
@@ -594,14 +850,23 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     if args.recommend:
         r, s = args.recommend.split(";")
         b, a, d = r.split(",")
-        sw, lw, bw, spw, k = s.split(",")
+        sw, lw, bw, spw, ssw, k = s.split(",")
         rec = (
             Recipe(int(b), int(a), d),
-            Search(float(sw), float(lw), float(bw), int(k), splade_weight=float(spw)),
+            Search(
+                float(sw),
+                float(lw),
+                float(bw),
+                int(k),
+                splade_weight=float(spw),
+                splade_short_weight=float(ssw),
+            ),
         )
         recipes.append(rec[0])
     if args.explore:
         recipes += exploration_grid()[1]
+    if args.ideas:
+        recipes.append(Recipe(2, 2, "long"))
     embedder = prepare_embedder(convs, recipes, args.cache, progress=progress)
     bench = Bench(convs, embedder, args.cache)
     try:
@@ -615,7 +880,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         }
         given = {
             k: getattr(args, k)
-            for k in ("short_weight", "long_weight", "bm25_weight", "rrf_k", "splade_weight")
+            for k in (
+                "short_weight",
+                "long_weight",
+                "bm25_weight",
+                "rrf_k",
+                "splade_weight",
+                "splade_short_weight",
+            )
         }
         if any(v is not None for v in given.values()) or args.stage1 is not None:
             custom = Search(
@@ -623,8 +895,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                 stage1=args.stage1 or 100,
             )
             payload["custom"] = bench.run(recipe, custom)
+        if args.ideas:
+            payload["ideas"] = try_ideas(bench, progress=progress)
         if args.explore:
-            payload["explore"] = explore(bench, recipe, progress=progress)
+            payload["explore"] = explore(bench, progress=progress)
             payload["leave_one_out"] = leave_one_out(payload["explore"], [c.name for c in convs])
         if rec is not None:
             payload["recommended"] = [bench.run(recipe, PREVIOUS), bench.run(*rec)]
