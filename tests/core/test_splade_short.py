@@ -3,6 +3,7 @@ both summaries, fused with its own weight on both engines and named in each hit'
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, Unpack
@@ -127,5 +128,8 @@ def test_cli_flag_sets_the_short_weight(
     code = main(["--path", str(path), "recall", "--user", "u", "--agent", "a", "kitten", *weights])
     lines = capsys.readouterr().out.splitlines()
     assert code == 0
-    first = lines[lines.index("previous conversations:") + 1]
-    assert "[splade_short #1]  pup  " in first
+    side = lines[lines.index("previous conversations:") + 1 :]
+    # The first row (the best hit) is the first line that starts with a score.
+    first = next(line for line in side if line.strip()[:1].isdigit())
+    # Columns: score, streams, conversation, point id, summary.
+    assert re.split(r"\s{2,}", first.strip())[1:3] == ["splade_short #1", "pup"]
