@@ -117,7 +117,7 @@ async def main() -> None:
 
             # The same episodes as LlamaIndex nodes, e.g. for a query engine.
             retriever = EpisodicRetriever(episodes, user_id="alice", agent_id=AGENT_ID)
-            [best, *_] = await retriever.aretrieve("where do my parcels go?")
+            [best, *_] = await retriever.aretrieve("where should my parcels be delivered?")
             print("retriever:", best.node.metadata["short_summary"], f"({best.score:.3f})")
 
             # Memory as a tool: the agent searches Alice's episodes when it decides to. The
