@@ -1,4 +1,4 @@
-"""Upgrading a three-stream store (made before the SPLADE stream) to the default four streams
+"""Upgrading a three-stream store (made before the SPLADE stream) to the default five streams
 (issue 16, items 2 and 3): refused with advice until re-indexed, then whole and searchable by
 SPLADE, with the same embedder throughout."""
 
@@ -63,6 +63,7 @@ def test_a_three_stream_store_is_upgraded_to_splade_by_reindex(tmp_path: Path) -
             long_weight=0,
             bm25_weight=0,
             splade_weight=1,
+            splade_short_weight=0,
         )["previous_conversations"]
         assert hits[0]["short_summary_text"] == TURNS[2]
         assert set(hits[0]["streams"]) == {"splade"}
@@ -71,6 +72,6 @@ def test_a_three_stream_store_is_upgraded_to_splade_by_reindex(tmp_path: Path) -
     with SyncEpisodicMemory(path, embedder=embedder) as mem:
         assert _export(mem) == before
         top = mem.recall(user_id="u", agent_id="a", query="adoption agencies")
-        assert "splade" in top["previous_conversations"][0]["streams"]
+        assert {"splade", "splade_short"} <= set(top["previous_conversations"][0]["streams"])
     with pytest.raises(EmbedderMismatchError, match="streams"):
         EpisodicMemory(path, embedder=embedder, splade=False)
