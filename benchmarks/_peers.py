@@ -362,14 +362,12 @@ class LangGraphPeer(Peer):
         )
 
     def add(self, ids: Sequence[str], texts: Sequence[str], users: Sequence[str]) -> None:
-        from langgraph.store.base import PutOp
-
-        self.store.batch(
-            [
-                PutOp(namespace=(u, "memories"), key=i, value={"text": t})
-                for i, t, u in zip(ids, texts, users, strict=True)
-            ]
-        )
+        # `put` one item at a time, as LangGraph documents: `batch` is internal, and with two
+        # equal texts in one batch it raises "Number of embeddings (N) does not match number
+        # of indices (M)" (langchain-ai/langgraph#8822, open; it embeds each distinct text once
+        # and then compares against every item).
+        for i, t, u in zip(ids, texts, users, strict=True):
+            self.store.put((u, "memories"), i, {"text": t})
 
     def recall(self, query: str, user: str) -> list[str]:
         return [it.key for it in self.store.search((user, "memories"), query=query, limit=10)]

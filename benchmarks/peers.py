@@ -266,7 +266,10 @@ async def worker_quality(args: argparse.Namespace) -> dict[str, Any]:
     peer = make_peer(args.peer, emb, folder)
     for conv in convs:
         pairs = [rq.DEFAULT_RECIPE.summaries(conv.turns, i) for i in range(len(conv.turns))]
-        ids = [t.dia_id for t in conv.turns]
+        # Turn ids (`D1:3`) repeat in every conversation; a store keyed by id (Chroma upserts)
+        # would let each conversation overwrite the last one's turns, so ids name the
+        # conversation too.
+        ids = [f"{conv.name}|{t.dia_id}" for t in conv.turns]
         if isinstance(peer, EpisodexPeer):
             peer.shorts |= {i: p[0] for i, p in zip(ids, pairs, strict=True)}
         peer.add(ids, [p[1] for p in pairs], [conv.name] * len(ids))
@@ -278,7 +281,7 @@ async def worker_quality(args: argparse.Namespace) -> dict[str, Any]:
             if q.category not in rq.CATEGORIES or not q.evidence:
                 continue
             ranked = await maybe(peer.recall(q.question, conv.name))
-            a, b = score(ranked, q.evidence)
+            a, b = score([r.split("|", 1)[-1] for r in ranked], q.evidence)
             at5.append(a)
             at10.append(b)
     peer.close()
