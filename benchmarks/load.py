@@ -247,9 +247,73 @@ async def quantized(args: argparse.Namespace, emb: Any) -> dict[str, Any]:
     return out
 
 
+PROBE_POOL = r"""
+import sys, time, json, psutil
+from episodex import EpisodicMemory
+sys.path.insert(0, sys.argv[4])
+from peers import shared_vectors
+from pathlib import Path
+emb, pool, queries = shared_vectors(Path(sys.argv[3]))
+emb.known_queries = True
+p = psutil.Process(); base = p.memory_info().rss
+t = time.perf_counter()
+mem = EpisodicMemory(path=sys.argv[1], embedder=emb, quantize=sys.argv[2] == "1", splade=False)
+open_s = time.perf_counter() - t
+rss_open = (p.memory_info().rss - base) / 2**20
+t = time.perf_counter()
+for i in range(100):
+    mem.store.recall(user_id=f"user-{i % 100:03d}", agent_id="bench", query=queries[i % len(queries)])
+recall_ms = (time.perf_counter() - t) * 10
+# Where the store's resident pages are: mapped files of the store folder, by file kind.
+by_kind = {}
+for m in p.memory_maps(grouped=True):
+    if m.path.startswith(sys.argv[1]):
+        kind = "/".join(m.path[len(sys.argv[1]):].split("/")[-2:])
+        kind = "".join(c for c in kind if not c.isdigit())
+        by_kind[kind] = by_kind.get(kind, 0) + m.rss / 2**20
+top = dict(sorted(by_kind.items(), key=lambda kv: -kv[1])[:6])
+print(json.dumps({"open_s": open_s, "rss_open_mib": rss_open, "recall_ms": recall_ms,
+                  "rss_mib": (p.memory_info().rss - base) / 2**20,
+                  "mapped_store_mib": sum(by_kind.values()), "mapped_top": top}))
+"""
+
+
+async def quantized_pool(
+    args: argparse.Namespace, emb: Any, pool: list[tuple[str, str]]
+) -> dict[str, Any]:
+    """Open time and RSS of a store of `--quant-episodes` pool episodes, plain and quantized.
+
+    Built from the cached document vectors without the SPLADE stream (its vectors are sparse
+    and not what `quantize` changes); the probe opens each in a fresh process and runs 100
+    recalls with known query vectors, so the RSS is the store's, not a model's.
+    """
+    n = args.quant_episodes
+    out: dict[str, Any] = {"episodes": n, "raw_vectors_mib": n * 2 * emb.dimension * 4 / 2**20}
+    for flag in (False, True):
+        path = args.work / f"quant-pool-{flag}-{n}"
+        if not (path / "built").exists():
+            shutil.rmtree(path, ignore_errors=True)
+            mem = EpisodicMemory(path=path, embedder=emb, quantize=flag, splade=False)
+            for s in range(0, n, 2048):
+                await mem.memorize_many(episodes(pool, s, min(2048, n - s)))
+            await mem.optimize()
+            mem.close()
+            (path / "built").touch()
+        here = str(Path(__file__).resolve().parent)
+        out[str(flag)] = [
+            fresh(PROBE_POOL, str(path), "1" if flag else "0", str(args.cache), here)
+            for _ in range(2)
+        ]
+    return out
+
+
 async def amain(args: argparse.Namespace) -> dict[str, Any]:
     emb, pool, queries = shared_vectors(args.cache)
     res: dict[str, Any] = {"machine": machine(), "episodes": args.episodes}
+    if args.quant_episodes:
+        res["quantized_pool"] = await quantized_pool(args, emb, pool)
+        if args.quant_only:
+            return res
     path = args.work / "load-store"
     shutil.rmtree(path, ignore_errors=True)
     mem = EpisodicMemory(path=path, embedder=emb, splade=args.splade)
@@ -271,6 +335,42 @@ async def amain(args: argparse.Namespace) -> dict[str, Any]:
 def report(res: dict[str, Any], out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "load.json").write_text(json.dumps(res, indent=1))
+    qp = res.get("quantized_pool")
+    qlines: list[str] = []
+    if qp:
+        qlines = [
+            "",
+            f"Quantized store built from the pool: {qp['episodes']:,} episodes, raw dense vectors "
+            f"{qp['raw_vectors_mib']:.0f} MiB (two 384-d float32 a point); two fresh-process opens each",
+            "",
+            md_table(
+                [
+                    "quantize",
+                    "open s",
+                    "RSS MiB after open",
+                    "RSS MiB after 100 recalls",
+                    "recall ms",
+                    "RSS / raw vectors",
+                ],
+                [
+                    [
+                        k,
+                        r.get("open_s"),
+                        r.get("rss_open_mib"),
+                        r.get("rss_mib"),
+                        r.get("recall_ms"),
+                        (r.get("rss_mib") or 0) / qp["raw_vectors_mib"],
+                    ]
+                    for k in ("False", "True")
+                    for r in qp[k]
+                ],
+            ),
+        ]
+    if "rates" not in res:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "load.json").write_text(json.dumps(res, indent=1))
+        (out / "load.md").write_text("\n".join(qlines) + "\n")
+        return
     one = res["rates"]["async x1"]
     st = res["stall"]
     lines = [
@@ -297,6 +397,7 @@ def report(res: dict[str, Any], out: Path) -> None:
             ],
         ),
     ]
+    lines += qlines
     q = res.get("quantized")
     if q:
         lines += [
@@ -321,6 +422,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--recalls", type=int, default=200)
     ap.add_argument("--stall", type=int, default=256)
     ap.add_argument("--copies", type=int, default=4)
+    ap.add_argument(
+        "--quant-episodes", type=int, default=0, help="size of the pool-built quantized store"
+    )
+    ap.add_argument(
+        "--quant-only", action="store_true", help="only the pool-built quantized stores"
+    )
     ap.add_argument(
         "--no-splade",
         dest="splade",
