@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Unpack
 
 from episodex._common.errors import EmbedderMismatchError, NotFoundError, ValidationError
+from episodex._common.helpers import both
 from episodex._common.validation import require_id, require_int, require_weight
 from episodex._embedders.base import Embedder
 from episodex._embedders.splade import SpladeEncoder
@@ -347,9 +348,20 @@ class EpisodeStore:
         return Range("end_index", gte=start, lt=until)
 
     def _streams(self, query: str, weights: Mapping[str, float], stage1: int) -> list[Stream]:
+        want_dense = weights["short"] > 0 or weights["long"] > 0
+        want_learned = self.splade is not None and any(weights[name] > 0 for name in LEARNED)
+        splade = self.splade
+        if want_dense and want_learned and splade is not None:
+            # Both encoders release the GIL: the SPLADE one runs on a helper thread meanwhile.
+            dense_vec, learned = both(
+                lambda: self.embedder.embed_query(query), lambda: splade.query(query)
+            )
+        else:
+            dense_vec = self.embedder.embed_query(query) if want_dense else None
+            learned = splade.query(query) if want_learned and splade is not None else None
         streams: list[Stream] = []
-        if weights["short"] > 0 or weights["long"] > 0:
-            dense = self.embedder.embed_query(query).tolist()
+        if dense_vec is not None:
+            dense = dense_vec.tolist()
             streams.extend(
                 Stream(name, dense, stage1) for name in ("short", "long") if weights[name] > 0
             )
@@ -357,13 +369,9 @@ class EpisodeStore:
             sparse = self.bm25.query(query)
             if sparse.indices:
                 streams.append(Stream("bm25", sparse, stage1))
-        if self.splade is not None and any(weights[name] > 0 for name in LEARNED):
-            # One query vector serves both learned streams.
-            learned = self.splade.query(query)
-            if learned.indices:
-                streams.extend(
-                    Stream(name, learned, stage1) for name in LEARNED if weights[name] > 0
-                )
+        # One query vector serves both learned streams.
+        if learned is not None and learned.indices:
+            streams.extend(Stream(name, learned, stage1) for name in LEARNED if weights[name] > 0)
         return streams
 
     def count(self, *, user_id: str, agent_id: str, conversation_id: str | None = None) -> int:
