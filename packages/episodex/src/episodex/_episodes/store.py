@@ -10,10 +10,18 @@ import contextlib
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Unpack
 
-from episodex._common.errors import EmbedderMismatchError, NotFoundError, ValidationError
+import numpy as np
+import numpy.typing as npt
+
+from episodex._common.errors import (
+    EmbedderMismatchError,
+    EngineError,
+    NotFoundError,
+    ValidationError,
+)
 from episodex._common.helpers import both
 from episodex._common.validation import require_id, require_int, require_weight
 from episodex._embedders.base import Embedder
@@ -62,6 +70,11 @@ DEFAULT_WEIGHTS = {"short": 0.1, "long": 0.1, "bm25": 0.2, "splade": 0.3, "splad
 #: Reciprocal Rank Fusion constant unless a recall says otherwise (chosen with the weights).
 DEFAULT_RRF_K = 20
 RecallResult = dict[str, list[dict[str, Any]]]
+#: One episode's vectors while a `memorize_many` holds them: dense rows, sparse (indices, values).
+_Packed = tuple[
+    dict[str, npt.NDArray[np.float32]],
+    dict[str, tuple[npt.NDArray[np.uint32], npt.NDArray[np.float32]]],
+]
 
 
 class EpisodeStore:
@@ -166,18 +179,29 @@ class EpisodeStore:
             )
         return out
 
-    def _points(self, episodes: Sequence[ConversationEpisode]) -> list[Point]:
+    def _packed(self, episodes: Sequence[ConversationEpisode]) -> list[_Packed]:
+        """Each episode's vectors, compact until written (float32; uint32 indices, as in Qdrant)."""
         vectors = self.vectors([(ep.short_summary, ep.long_summary) for ep in episodes])
-        now = time.time()
         return [
-            Point(
-                id=ep.point_id or str(uuid.uuid4()),
-                dense=dense,
-                sparse=sparse,
-                payload=ep.to_payload(created_at=now),
+            (
+                {k: np.asarray(v, dtype=np.float32) for k, v in dense.items()},
+                {
+                    k: (np.asarray(v.indices, dtype=np.uint32), np.asarray(v.values, np.float32))
+                    for k, v in sparse.items()
+                },
             )
-            for ep, (dense, sparse) in zip(episodes, vectors, strict=True)
+            for dense, sparse in vectors
         ]
+
+    @staticmethod
+    def _point(ep: ConversationEpisode, packed: _Packed, now: float) -> Point:
+        dense, sparse = packed
+        return Point(
+            id=ep.point_id or str(uuid.uuid4()),
+            dense={k: v.tolist() for k, v in dense.items()},
+            sparse={k: SparseVec(i.tolist(), v.tolist()) for k, (i, v) in sparse.items()},
+            payload=ep.to_payload(created_at=now),
+        )
 
     def memorize_many(
         self,
@@ -185,9 +209,14 @@ class EpisodeStore:
         *,
         batch_size: int = 256,
     ) -> list[str]:
-        """Validate every episode, then embed and write them in batches; returns point ids.
+        """Validate and embed every episode, then write them in batches; returns point ids.
 
-        A bad episode raises `ValidationError` naming its position before anything is written.
+        All or nothing: a bad episode raises `ValidationError` naming its position, and an
+        embedder failure raises, before anything is written; a write that fails after earlier
+        batches were written takes those back (new episodes deleted, episodes it replaced
+        restored) before its error is raised. Every episode's vectors are held until the end
+        (about 4.5 KB each), so a caller with hundreds of thousands of episodes calls in
+        chunks.
         """
         batch_size = require_int("batch_size", batch_size, minimum=1)
         self._require_vectors()
@@ -200,8 +229,21 @@ class EpisodeStore:
         parsed = [
             ConversationEpisode.parse(e, where=f"episode {i}: ") for i, e in enumerate(episodes)
         ]
+        return self.write_all(parsed, batch_size=batch_size)
+
+    def write_all(
+        self,
+        parsed: Sequence[ConversationEpisode],
+        *,
+        batch_size: int = 256,
+        on_progress: Callable[[int], object] | None = None,
+    ) -> list[str]:
+        """Embed validated episodes, then write them all or none (see `memorize_many`).
+
+        `on_progress` is called with the number of episodes embedded so far after each batch;
+        the writes come after the last one.
+        """
         explicit = any(ep.point_id is not None for ep in parsed)
-        ids: list[str] = []
         # With explicit ids, checking their owners and writing must not interleave with
         # another writer claiming the same id for someone else.
         with self._write_lock if explicit else contextlib.nullcontext():
@@ -209,11 +251,83 @@ class EpisodeStore:
             if foreign:
                 position, why = min(foreign.items())
                 raise ValidationError(f"episode {position}: {why}")
+            packed: list[_Packed] = []
             for start in range(0, len(parsed), batch_size):
-                points = self._points(parsed[start : start + batch_size])
-                self.engine.upsert(self.collection, points)
-                ids.extend(p.id for p in points)
+                packed.extend(self._packed(parsed[start : start + batch_size]))
+                if on_progress is not None:
+                    on_progress(len(packed))
+            # One engine write is atomic; several are made so by taking back the earlier ones.
+            several = len(parsed) > batch_size
+            replaced = self._stored(parsed) if explicit and several else {}
+            ids: list[str] = []
+            now = time.time()
+            try:
+                for start in range(0, len(parsed), batch_size):
+                    points = [
+                        self._point(ep, vec, now)
+                        for ep, vec in zip(
+                            parsed[start : start + batch_size],
+                            packed[start : start + batch_size],
+                            strict=True,
+                        )
+                    ]
+                    self.engine.upsert(self.collection, points)
+                    ids.extend(p.id for p in points)
+            except BaseException as exc:
+                if ids:
+                    self._take_back(ids, replaced, exc)
+                raise
         return ids
+
+    def _stored(self, episodes: Sequence[ConversationEpisode]) -> dict[str, Hit]:
+        """The stored points that episodes with explicit ids would replace."""
+        wanted = tuple(dict.fromkeys(ep.point_id for ep in episodes if ep.point_id is not None))
+        found: dict[str, Hit] = {}
+        for start in range(0, len(wanted), 1024):
+            chunk = wanted[start : start + 1024]
+            hits, _ = self.engine.scroll(
+                self.collection, Filter(must=(HasId(chunk),)), limit=len(chunk)
+            )
+            found.update((h.id, h) for h in hits)
+        return found
+
+    def _take_back(
+        self, ids: Sequence[str], replaced: Mapping[str, Hit], exc: BaseException
+    ) -> None:
+        """Undo the writes of a failed `memorize_many`: delete its new points, restore the rest."""
+        unique = list(dict.fromkeys(ids))
+        new = [i for i in unique if i not in replaced]
+        old = [replaced[i] for i in unique if i in replaced]
+        try:
+            for start in range(0, len(new), 1024):
+                chunk = tuple(new[start : start + 1024])
+                self.engine.delete(self.collection, Filter(must=(HasId(chunk),)))
+            # A replaced episode gets its stored payload back, with vectors made again from
+            # its stored texts by this store's models (what a re-index does).
+            for start in range(0, len(old), 256):
+                hits = old[start : start + 256]
+                vectors = self.vectors(
+                    [
+                        (h.payload["short_summary_text"], h.payload["long_summary_text"])
+                        for h in hits
+                    ]
+                )
+                self.engine.upsert(
+                    self.collection,
+                    [
+                        Point(id=h.id, dense=dense, sparse=sparse, payload=h.payload)
+                        for h, (dense, sparse) in zip(hits, vectors, strict=True)
+                    ],
+                )
+        except Exception as undo:
+            shown = ", ".join(unique[:5]) + (
+                f" and {len(unique) - 5} more" if len(unique) > 5 else ""
+            )
+            raise EngineError(
+                f"memorize_many failed ({exc}) after writing {len(unique)} of its episodes, and "
+                f"taking them back failed too ({undo}); they are stored: {shown}. Calling "
+                "memorize_many again with the same point_ids replaces them"
+            ) from exc
 
     def foreign_ids(self, episodes: Sequence[ConversationEpisode]) -> dict[int, str]:
         """Positions of episodes whose `point_id` belongs to another user or agent, and why."""
