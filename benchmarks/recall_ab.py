@@ -99,7 +99,12 @@ def main() -> None:
     ap.add_argument("--after-store", required=True)
     ap.add_argument("--queries", type=int, default=300)
     ap.add_argument("--warmup", type=int, default=20)
-    ap.add_argument("--gap-ms", type=float, default=50.0, help="idle before each paced recall")
+    ap.add_argument(
+        "--gaps-ms",
+        type=lambda v: [float(x) for x in v.split(",")],
+        default=[10.0, 50.0],
+        help="idle before each recall, one paced mode per value",
+    )
     ap.add_argument("--block", type=int, default=20, help="back-to-back recalls per turn")
     ap.add_argument("--out", default=str(RESULTS / "recall_ab"))
     args = ap.parse_args()
@@ -116,12 +121,14 @@ def main() -> None:
 
     load = [os.getloadavg()[0]]
     stats: dict[str, dict[str, dict[str, float]]] = {}
-    for mode in ("back_to_back", "paced"):
+    modes = ["back_to_back", *(f"paced_{g:g}ms" for g in args.gaps_ms)]
+    for mode in modes:
         sides = [
             Side("before", args.before_python, args.before_store),
             Side("after", args.after_python, args.after_store),
         ]
         block = args.block if mode == "back_to_back" else 1
+        gap = 0.0 if mode == "back_to_back" else float(mode[6:-2]) / 1000
         try:
             for side in sides:
                 side.recall([kwargs(i) for i in range(args.warmup)], keep=False)
@@ -130,10 +137,10 @@ def main() -> None:
                     kwargs(args.warmup + i) for i in range(start, min(args.queries, start + block))
                 ]
                 for side in sides if n % 2 else sides[::-1]:
-                    if mode == "paced":
+                    if gap:
                         # Idle first, as an agent is between turns; this also lets an older
                         # onnxruntime's spinning threads on the other side settle.
-                        time.sleep(args.gap_ms / 1000)
+                        time.sleep(gap)
                     else:
                         # The block's first recall only re-warms this side after the other's.
                         side.recall(kws[:1], keep=False)
@@ -171,8 +178,8 @@ def main() -> None:
         "",
         f"Load average {load[0]:.2f} at start, {load[1]:.2f} at end; {args.queries} timed "
         f"queries per side and mode after {args.warmup} warm-up. back_to_back: blocks of "
-        f"{args.block} recalls, sides alternating; paced: one recall at a time after "
-        f"{args.gap_ms:g} ms idle.",
+        f"{args.block} recalls, sides alternating; paced_N: one recall at a time after N ms "
+        "idle, sides alternating.",
         "",
         "| mode | side | p50 ms | p95 ms |",
         "|---|---|---|---|",
