@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from episodex import SpladeEncoder
 from episodex._embedders.base import Embedder
+from episodex.plan import SparseVec
 
 HERE = Path(__file__).resolve().parent
 CACHE = HERE / ".cache"
@@ -310,3 +312,25 @@ def dir_size(path: Path, *, allocated: bool = False) -> int:
                 continue
             total += st.st_blocks * 512 if allocated else st.st_size
     return total
+
+
+class CachedSplade(SpladeEncoder):
+    """SPLADE for bulk loading: each distinct stored text is encoded once, then remembered.
+
+    The pool holds 1,557 distinct text pairs repeated across users, so this is what makes a
+    100k store quick to build, as `VectorCacheEmbedder` does for the dense vectors. Queries are
+    always encoded for real: the timed recalls pay the SPLADE query encoder.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._memo: dict[str, SparseVec] = {}
+
+    def documents(self, texts: Sequence[str]) -> list[SparseVec]:
+        missing = [t for t in dict.fromkeys(texts) if t not in self._memo]
+        if missing:
+            self._memo.update(zip(missing, super().documents(missing), strict=True))
+        return [self._memo[t] for t in texts]
+
+    def query(self, text: str) -> SparseVec:
+        return SpladeEncoder.documents(self, [text])[0]

@@ -50,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (
     CACHE,
     RESULTS,
+    CachedSplade,
     DiskVectorCache,
     KnownQueries,
     dir_size,
@@ -64,7 +65,7 @@ from episodex import EpisodicMemory, SpladeEncoder, default_embedder
 from episodex._embedders.base import Embedder
 from episodex._embedders.cache import VectorCacheEmbedder
 from episodex._engines.collection import tenant_filter
-from episodex._engines.plan import Fused, Match, Search, SparseVec, Stream
+from episodex._engines.plan import Fused, Match, Search, Stream
 from episodex._episodes.store import (
     COLLECTION,
     DEFAULT_RRF_K,
@@ -257,28 +258,6 @@ class Backend:
     bare: BareEngine
     loaded: int = 0
     path: Path | None = None
-
-
-class CachedSplade(SpladeEncoder):
-    """SPLADE for bulk loading: each distinct stored text is encoded once, then remembered.
-
-    The pool holds 1,557 distinct text pairs repeated across users, so this is what makes a
-    100k store quick to build, as `VectorCacheEmbedder` does for the dense vectors. Queries are
-    always encoded for real: the timed recalls pay the SPLADE query encoder.
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._memo: dict[str, SparseVec] = {}
-
-    def documents(self, texts: Sequence[str]) -> list[SparseVec]:
-        missing = [t for t in dict.fromkeys(texts) if t not in self._memo]
-        if missing:
-            self._memo.update(zip(missing, super().documents(missing), strict=True))
-        return [self._memo[t] for t in texts]
-
-    def query(self, text: str) -> SparseVec:
-        return SpladeEncoder.documents(self, [text])[0]
 
 
 def open_backend(
