@@ -14,15 +14,16 @@ disk or a dead server would give at that point.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
 import pytest
 from episodex import Engine, EngineError, EpisodicMemory, StorageFullError, open_engine
-from episodex.plan import CollectionSpec, Filter, Fused, Hit, Point, Search
+from episodex.plan import Filter, Point
 from episodex.testing import HashEmbedder
 
 USER, AGENT = "u", "a"
@@ -43,7 +44,11 @@ class FailingEmbedder(HashEmbedder):
 
 
 class FailingWrites:
-    """The real embedded engine, with chosen upserts (counted from 1) and deletes failing."""
+    """The real embedded engine, with chosen upserts (counted from 1) and deletes failing.
+
+    Everything else goes to the engine itself; `engine()` is this wrapper as the `Engine` the
+    memory takes.
+    """
 
     def __init__(
         self, inner: Engine, *, fail_upserts: Sequence[int] = (), fail_deletes: bool = False
@@ -53,12 +58,8 @@ class FailingWrites:
         self.fail_deletes = fail_deletes
         self.upserts = 0
 
-    @property
-    def kind(self) -> str:
-        return self.inner.kind
-
-    def ensure_collection(self, spec: CollectionSpec) -> Mapping[str, Any]:
-        return self.inner.ensure_collection(spec)
+    def engine(self) -> Engine:
+        return cast(Engine, self)
 
     def upsert(self, collection: str, points: Sequence[Point]) -> None:
         self.upserts += 1
@@ -71,41 +72,8 @@ class FailingWrites:
             raise EngineError("delete failed (injected)")
         self.inner.delete(collection, flt)
 
-    def query(self, collection: str, requests: Sequence[Search | Fused]) -> list[list[Hit]]:
-        return self.inner.query(collection, requests)
-
-    def query_explained(self, collection: str, requests: Sequence[Fused]) -> Any:
-        return self.inner.query_explained(collection, requests)
-
-    def scroll(
-        self,
-        collection: str,
-        flt: Filter,
-        *,
-        limit: int,
-        order_by: str | None = None,
-        descending: bool = True,
-        with_payload: bool | Sequence[str] = True,
-        offset: str | None = None,
-    ) -> tuple[list[Hit], str | None]:
-        return self.inner.scroll(
-            collection,
-            flt,
-            limit=limit,
-            order_by=order_by,
-            descending=descending,
-            with_payload=with_payload,
-            offset=offset,
-        )
-
-    def count(self, collection: str, flt: Filter) -> int:
-        return self.inner.count(collection, flt)
-
-    def optimize(self) -> None:
-        self.inner.optimize()
-
-    def close(self) -> None:
-        self.inner.close()
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
 
 
 def _episodes(tag: str, n: int, *, ids: Sequence[str] = ()) -> list[dict[str, Any]]:
@@ -124,6 +92,18 @@ def _episodes(tag: str, n: int, *, ids: Sequence[str] = ()) -> list[dict[str, An
     return out
 
 
+@contextmanager
+def _memory(tmp_path: Path, **failing: Any) -> Generator[tuple[FailingWrites, EpisodicMemory]]:
+    """A memory on the real engine with `failing` writes (see `FailingWrites`), then closed."""
+    engine = FailingWrites(open_engine(path=str(tmp_path / "s")), **failing)
+    mem = EpisodicMemory(engine=engine.engine(), embedder=HashEmbedder(), splade=False)
+    try:
+        yield engine, mem
+    finally:
+        mem.close()
+        engine.close()
+
+
 def _texts(mem: EpisodicMemory) -> dict[str, str]:
     items = mem.store.read_recent(1000, user_id=USER, agent_id=AGENT)
     return {item["point_id"]: item["short_summary_text"] for item in items}
@@ -140,9 +120,7 @@ def test_an_embedder_failure_in_a_later_batch_writes_nothing(tmp_path: Path) -> 
 
 
 def test_a_failed_write_takes_back_the_batches_written_before_it(tmp_path: Path) -> None:
-    engine = FailingWrites(open_engine(path=str(tmp_path / "s")), fail_upserts=[3])
-    mem = EpisodicMemory(engine=engine, embedder=HashEmbedder(), splade=False)
-    try:
+    with _memory(tmp_path, fail_upserts=[3]) as (_, mem):
         kept = mem.store.memorize_many(_episodes("before", 2))  # upsert 1
         with pytest.raises(StorageFullError, match="disk is full"):
             # upserts 2 (written, then taken back), 3 (fails)
@@ -151,15 +129,10 @@ def test_a_failed_write_takes_back_the_batches_written_before_it(tmp_path: Path)
         # A retry stores each episode once.
         again = mem.store.memorize_many(_episodes("failed", 4), batch_size=2)
         assert len(set(_texts(mem)) - set(kept)) == len(again) == 4
-    finally:
-        mem.close()
-        engine.close()
 
 
 def test_a_failed_write_restores_the_episodes_it_had_replaced(tmp_path: Path) -> None:
-    engine = FailingWrites(open_engine(path=str(tmp_path / "s")), fail_upserts=[3])
-    mem = EpisodicMemory(engine=engine, embedder=HashEmbedder(), splade=False)
-    try:
+    with _memory(tmp_path, fail_upserts=[3]) as (_, mem):
         ids = mem.store.memorize_many(_episodes("old", 2))  # upsert 1
         with pytest.raises(StorageFullError):
             # Batch 1 replaces both stored episodes (upsert 2), batch 2 fails (upsert 3).
@@ -172,17 +145,10 @@ def test_a_failed_write_restores_the_episodes_it_had_replaced(tmp_path: Path) ->
         )["previous_conversations"]
         assert found[0]["point_id"] == ids[1]
         assert found[0]["short_summary_text"] == "old short 1"
-    finally:
-        mem.close()
-        engine.close()
 
 
 def test_when_taking_back_fails_the_error_names_what_stayed_stored(tmp_path: Path) -> None:
-    engine = FailingWrites(
-        open_engine(path=str(tmp_path / "s")), fail_upserts=[2], fail_deletes=True
-    )
-    mem = EpisodicMemory(engine=engine, embedder=HashEmbedder(), splade=False)
-    try:
+    with _memory(tmp_path, fail_upserts=[2], fail_deletes=True) as (_, mem):
         with pytest.raises(EngineError, match="taking them back failed too") as caught:
             mem.store.memorize_many(_episodes("stuck", 4), batch_size=2)
         stored = _texts(mem)
@@ -191,24 +157,16 @@ def test_when_taking_back_fails_the_error_names_what_stayed_stored(tmp_path: Pat
         assert "after writing 2 of its episodes" in message
         assert all(pid in message for pid in stored)
         assert isinstance(caught.value.__cause__, StorageFullError)
-    finally:
-        mem.close()
-        engine.close()
 
 
 def test_one_batch_needs_no_taking_back_and_still_writes_nothing_on_failure(
     tmp_path: Path,
 ) -> None:
-    engine = FailingWrites(open_engine(path=str(tmp_path / "s")), fail_upserts=[1])
-    mem = EpisodicMemory(engine=engine, embedder=HashEmbedder(), splade=False)
-    try:
+    with _memory(tmp_path, fail_upserts=[1]) as (engine, mem):
         with pytest.raises(StorageFullError):
             mem.store.memorize_many(_episodes("one", 3))
         assert mem.store.count(user_id=USER, agent_id=AGENT) == 0
         assert engine.upserts == 1
-    finally:
-        mem.close()
-        engine.close()
 
 
 def test_an_import_that_fails_midway_imports_nothing(tmp_path: Path) -> None:
@@ -217,7 +175,7 @@ def test_an_import_that_fails_midway_imports_nothing(tmp_path: Path) -> None:
     # would store the first part twice.
     source.write_text("\n".join(json.dumps(ep) for ep in _episodes("imported", 300)) + "\n")
     engine = FailingWrites(open_engine(path=str(tmp_path / "s")), fail_upserts=[2])
-    mem = EpisodicMemory(engine=engine, embedder=HashEmbedder(), splade=False)
+    mem = EpisodicMemory(engine=engine.engine(), embedder=HashEmbedder(), splade=False)
     progress: list[int] = []
     try:
         with pytest.raises(StorageFullError):
