@@ -6,9 +6,12 @@
 
 Each side runs in its own process, with its own interpreter and its own episodex (so an older
 release is measured with its own models and engine settings), on the store `perf.py` built for it
-(100,000 episodes over 100 users and 20 conversations each). The driver sends the same query
-to one side then the other, swapping who goes first on every query, so load on this shared
-machine falls on both alike. Timed: `await EpisodicMemory.recall(...)` end to end, with a
+(100,000 episodes over 100 users and 20 conversations each). The driver sends the same block
+of queries to one side then the other, swapping who goes first on every block, so load on this
+shared machine falls on both alike. Before each side's block it waits `--settle-ms`: an older
+onnxruntime's threads busy-wait on every core for a while after a run, and without the wait
+they slow down whichever side runs next (at 5-10 ms, that was most of a 1.6x "slowdown").
+In paced modes the worker idles N ms before each recall, as an agent does between turns. Timed: `await EpisodicMemory.recall(...)` end to end, with a
 conversation id (both sides: same-conversation and previous-conversation matches), after
 `--warmup` untimed recalls. Writes `results/recall_ab.md` and `.json`.
 """
@@ -35,8 +38,11 @@ async def main(path):
     mem = EpisodicMemory(path=path)
     print("ready", flush=True)
     for line in sys.stdin:
+        job = json.loads(line)
         out = []
-        for kw in json.loads(line):
+        for kw in job["recalls"]:
+            if job["gap"]:
+                time.sleep(job["gap"])
             t = time.perf_counter()
             await mem.recall(**kw)
             out.append((time.perf_counter() - t) * 1000)
@@ -70,10 +76,10 @@ class Side:
             raise SystemExit(f"{name}: worker did not start ({line!r})")
         self.samples: list[float] = []
 
-    def recall(self, kws: list[dict[str, str]], *, keep: bool) -> None:
-        """Run the recalls back to back; keep their times."""
+    def recall(self, kws: list[dict[str, str]], *, keep: bool, gap: float = 0.0) -> None:
+        """Run the recalls, each after `gap` seconds idle; keep their times."""
         assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(json.dumps(kws) + "\n")
+        self.proc.stdin.write(json.dumps({"recalls": kws, "gap": gap}) + "\n")
         self.proc.stdin.flush()
         times: list[float] = json.loads(self.proc.stdout.readline())
         if keep:
@@ -105,7 +111,10 @@ def main() -> None:
         default=[10.0, 50.0],
         help="idle before each recall, one paced mode per value",
     )
-    ap.add_argument("--block", type=int, default=20, help="back-to-back recalls per turn")
+    ap.add_argument("--block", type=int, default=20, help="recalls per side per turn")
+    ap.add_argument(
+        "--settle-ms", type=float, default=200.0, help="idle before a side's turn starts"
+    )
     ap.add_argument("--out", default=str(RESULTS / "recall_ab"))
     args = ap.parse_args()
 
@@ -127,24 +136,22 @@ def main() -> None:
             Side("before", args.before_python, args.before_store),
             Side("after", args.after_python, args.after_store),
         ]
-        block = args.block if mode == "back_to_back" else 1
         gap = 0.0 if mode == "back_to_back" else float(mode[6:-2]) / 1000
         try:
             for side in sides:
                 side.recall([kwargs(i) for i in range(args.warmup)], keep=False)
-            for n, start in enumerate(range(0, args.queries, block)):
+            for n, start in enumerate(range(0, args.queries, args.block)):
                 kws = [
-                    kwargs(args.warmup + i) for i in range(start, min(args.queries, start + block))
+                    kwargs(args.warmup + i)
+                    for i in range(start, min(args.queries, start + args.block))
                 ]
                 for side in sides if n % 2 else sides[::-1]:
-                    if gap:
-                        # Idle first, as an agent is between turns; this also lets an older
-                        # onnxruntime's spinning threads on the other side settle.
-                        time.sleep(gap)
-                    else:
-                        # The block's first recall only re-warms this side after the other's.
-                        side.recall(kws[:1], keep=False)
-                    side.recall(kws, keep=True)
+                    # Let the other side go quiet first: an older onnxruntime's threads spin on
+                    # both cores for a while after a run, and would slow this side down.
+                    time.sleep(args.settle_ms / 1000)
+                    # The block's first recall only re-warms this side's caches after the other's.
+                    side.recall(kws[:1], keep=False)
+                    side.recall(kws, keep=True, gap=gap)
         finally:
             for side in sides:
                 side.close()
@@ -178,8 +185,8 @@ def main() -> None:
         "",
         f"Load average {load[0]:.2f} at start, {load[1]:.2f} at end; {args.queries} timed "
         f"queries per side and mode after {args.warmup} warm-up. back_to_back: blocks of "
-        f"{args.block} recalls, sides alternating; paced_N: one recall at a time after N ms "
-        "idle, sides alternating.",
+        f"{args.block} recalls, sides alternating after {args.settle_ms:g} ms idle; paced_N: the "
+        "same blocks, each recall after N ms idle.",
         "",
         "| mode | side | p50 ms | p95 ms |",
         "|---|---|---|---|",
