@@ -7,7 +7,7 @@ a grid of hundreds of settings runs in minutes on a shared machine: the dense st
 over the harness's cached MiniLM vectors, BM25 with Qdrant Edge's own tokenizer and Qdrant's
 IDF (`ln((N - n + 0.5) / (n + 0.5) + 1)` over the whole collection), the two SPLADE streams by
 dot product, each stream's `stage1` best among the conversation's episodes (sparse streams:
-score > 0), fused by Qdrant's weighted RRF `1 / ((position + 1) / weight + k - 1)`. The first
+score > 0), fused by weighted RRF `weight / (k + position + 1)` as the engine does. The first
 table checks the replay against the engine's figures for the default.
 
 Same ingestion recipe as the harness's default (window 1,1, session date in the long summary).
@@ -39,6 +39,8 @@ from episodex._episodes.store import DEFAULT_RRF_K, DEFAULT_WEIGHTS
 from recall_quality import CATEGORIES, Recipe
 
 STREAMS = ("short", "long", "bm25", "splade", "splade_short")
+#: The previous release's weights, fused by Qdrant's built-in weighted RRF.
+PREVIOUS_WEIGHTS = {"short": 0.1, "long": 0.1, "bm25": 0.2, "splade": 0.3, "splade_short": 0.3}
 RAW = CACHE / "replay-raw.pkl"
 Sparse = tuple[np.ndarray, np.ndarray]
 Scores = dict[str, np.ndarray]  # stream -> questions x episodes
@@ -187,9 +189,13 @@ def rankings(scores: Scores, stage1: int | dict[str, int]) -> dict[str, list[np.
     return out
 
 
-def rrf(
+def rrf_qdrant(
     ranks: dict[str, list[np.ndarray]], weights: dict[str, float], k: int, qi: int
 ) -> list[int]:
+    """Qdrant's built-in weighted RRF, `1 / (rank / weight + k - 1)`: the engine's before 0.4.
+
+    That is `weight / (rank + weight * (k - 1))`: a stream's weight also shrinks its own k.
+    """
     acc: dict[int, float] = {}
     for s, w in weights.items():
         if w > 0:
@@ -198,14 +204,10 @@ def rrf(
     return sorted(acc, key=lambda x: -acc[x])[:10]
 
 
-def rrf_std(
+def rrf(
     ranks: dict[str, list[np.ndarray]], weights: dict[str, float], k: int, qi: int
 ) -> list[int]:
-    """Textbook weighted RRF, `weight / (k + rank)`: one k for every stream.
-
-    Qdrant's `1 / (rank / weight + k - 1)` is `weight / (rank + weight * (k - 1))`, so there a
-    stream's weight also shrinks its own k; no weights and k make the two agree.
-    """
+    """Textbook weighted RRF, `weight / (k + rank)`, one k for every stream: the engine's."""
     acc: dict[int, float] = {}
     for s, w in weights.items():
         if w > 0:
@@ -262,8 +264,8 @@ def evaluate(
         for qi in range(len(d["questions"])):
             if fusion == "rrf":
                 top = rrf(ranks, weights, k, qi)
-            elif fusion == "rrf_std":
-                top = rrf_std(ranks, weights, k, qi)
+            elif fusion == "rrf_qdrant":
+                top = rrf_qdrant(ranks, weights, k, qi)
             else:
                 top = score_fusion(sc, ranks, weights, fusion, qi)
             tot += targets([d["dia"][i] for i in top], d["evidence"][qi])
@@ -363,8 +365,9 @@ def statement(question: str) -> str:
 def main() -> None:
     base = base_scores()
     default = evaluate(base)
+    previous = evaluate(base, PREVIOUS_WEIGHTS, k=20, fusion="rrf_qdrant")
     out = [
-        "# Recall ideas, third pass: offline replay with leave-one-conversation-out",
+        "# Recall ideas: offline replay with leave-one-conversation-out",
         "",
         "Written by `benchmarks/recall_replay.py` (see its docstring for the replay). Figures are "
         "turn any@5 / turn any@10 / session any@5, dev split, 505 questions, recipe window 1,1 + "
@@ -373,8 +376,12 @@ def main() -> None:
         f"Replay of the library default ({DEFAULT_WEIGHTS}, rrf_k {DEFAULT_RRF_K}, stage1 100): "
         f"**{fmt(pct(default))}**; per conversation "
         + ", ".join(f"{n} {fmt(pct(default, [n]))}" for n in NAMES)
-        + " (the engine, `recall_quality.py`: 72.3/81.4/90.1; conv-42's session figure moves by a "
-        "question between runs).",
+        + " (the engine, `recall_quality.py`: 73.5/81.8/91.5).",
+        "",
+        f"The previous release ({PREVIOUS_WEIGHTS}, rrf_k 20, Qdrant's built-in weighted RRF): "
+        f"**{fmt(pct(previous))}**; per conversation "
+        + ", ".join(f"{n} {fmt(pct(previous, [n]))}" for n in NAMES)
+        + " (the engine: 72.3/81.4/90.1).",
         "",
     ]
     lengths = []
@@ -510,19 +517,23 @@ def main() -> None:
     )
     grid = []
     for wd, wb, ws, wss, k in itertools.product(
-        (0.05, 0.1, 0.2), (0.1, 0.2, 0.3), (0.2, 0.3, 0.4), (0.2, 0.3, 0.4), (10, 20, 60)
+        (0.0, 0.025, 0.05, 0.1),
+        (0.2, 0.3, 0.4, 0.5),
+        (0.1, 0.2, 0.3),
+        (0.1, 0.2, 0.3),
+        (10, 20, 40, 60),
     ):
         w = {"short": wd, "long": wd, "bm25": wb, "splade": ws, "splade_short": wss}
-        label = f"w/(k+rank) {wd:g}/{wd:g}/{wb:g}/{ws:g}/{wss:g}, k={k}"
-        grid.append((label, evaluate(base, w, k=k, fusion="rrf_std")))
+        grid.append((f"{wd:g}/{wd:g}/{wb:g}/{ws:g}/{wss:g}, k={k}", evaluate(base, w, k=k)))
     out.append(
         loo_section(
-            "Textbook weighted RRF, weight / (k + rank)",
-            "Qdrant's weighted RRF is `1 / (rank / weight + k - 1)` = `weight / (rank + weight * "
-            "(k - 1))`: a stream's weight also shrinks its own k. Here every stream shares one k. "
-            "An engine change (fusing on the client), measured only.",
+            "Weights and k of the weighted RRF, weight / (k + rank)",
+            "The engine's fusion since Qdrant's built-in weighted RRF (`1 / (rank / weight + k - "
+            "1)`, the previous release's, which also shrinks a low-weight stream's k) was "
+            "replaced by single-stream RRF prefetches and a score formula. The defaults are this "
+            "grid's choice; the previous release's fusion and weights are the baseline above.",
             grid,
-            default,
+            previous,
         )
     )
     out.append(misses(base))

@@ -157,6 +157,16 @@ def _prefetch(stream: Stream, flt: qe.Filter) -> qe.Prefetch:
     )
 
 
+def _ranked(stream: Stream, flt: qe.Filter, k: int) -> qe.Prefetch:
+    # Qdrant's RRF over a single list scores rank r (from 1) as 1 / (r + k' - 1): with
+    # k' = k + 1 that is 1 / (k + r), which the fused request's formula then weights.
+    return qe.Prefetch(
+        limit=stream.limit,
+        prefetches=[_prefetch(stream, flt)],
+        query=qe.Fusion.Rrf(k=k + 1),  # pyright: ignore[reportArgumentType]
+    )
+
+
 def _payload_selector(with_payload: bool | Sequence[str]) -> Any:
     # Whatever is asked for, the point's UUID comes along.
     if with_payload is True:
@@ -185,10 +195,21 @@ def render_request(
         )
     return qe.QueryRequest(
         limit=req.limit,
-        prefetches=[_prefetch(s, flt) for s in req.streams],
-        # The stub types `query` as Fusion; Rrf is Fusion's nested variant and is accepted.
-        query=qe.Fusion.Rrf(k=req.k, weights=list(req.weights)),  # pyright: ignore[reportArgumentType]
-        filter=flt,
+        prefetches=[_ranked(s, flt, req.k) for s in req.streams],
+        query=qe.Formula(
+            qe.Expression.Sum(
+                [
+                    qe.Expression.Mult(
+                        [qe.Expression.Constant(w), qe.Expression.Variable(f"$score[{i}]")]
+                    )
+                    for i, w in enumerate(req.weights)
+                ]
+            ),
+            # A hit one stream did not find gets nothing from it.
+            defaults={f"$score[{i}]": 0.0 for i in range(len(req.streams))},
+        ),
+        # No filter here: the formula scores only what the filtered searches found, and
+        # checking the filter again on every candidate cost 0.3 ms a recall at 100k.
         with_payload=_payload_selector(req.with_payload),
     )
 

@@ -114,7 +114,13 @@ class Search:
 
 @dataclass(frozen=True, slots=True)
 class Fused:
-    """Several streams as prefetches, fused in the engine by weighted Reciprocal Rank Fusion."""
+    """Several streams as prefetches, fused in the engine by weighted Reciprocal Rank Fusion.
+
+    Each stream ranks its `limit` best alone; a hit's score is the sum, over the streams that
+    found it, of `weight / (k + rank)` (rank counted from 1), the textbook weighted RRF. Qdrant's
+    own weighted RRF, `1 / (rank / weight + k - 1)`, also shrinks a low-weight stream's k, so
+    the engines compute this one from single-stream RRF prefetches and a score formula.
+    """
 
     streams: tuple[Stream, ...]
     weights: tuple[float, ...]

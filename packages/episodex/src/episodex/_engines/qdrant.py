@@ -96,11 +96,30 @@ def render_request(req: Search | Fused) -> models.QueryRequest:
         )
     return models.QueryRequest(
         prefetch=[
-            models.Prefetch(query=_vector(s.vector), using=s.using, limit=s.limit, filter=flt)
+            # Qdrant's RRF over a single list scores rank r (from 1) as 1 / (r + k' - 1): with
+            # k' = k + 1 that is 1 / (k + r), which the formula below weights.
+            models.Prefetch(
+                prefetch=[
+                    models.Prefetch(
+                        query=_vector(s.vector), using=s.using, limit=s.limit, filter=flt
+                    )
+                ],
+                query=models.RrfQuery(rrf=models.Rrf(k=req.k + 1)),
+                limit=s.limit,
+            )
             for s in req.streams
         ],
-        query=models.RrfQuery(rrf=models.Rrf(k=req.k, weights=list(req.weights))),
-        filter=flt,
+        query=models.FormulaQuery(
+            formula=models.SumExpression(
+                sum=[
+                    models.MultExpression(mult=[w, f"$score[{i}]"])
+                    for i, w in enumerate(req.weights)
+                ]
+            ),
+            # A hit one stream did not find gets nothing from it.
+            defaults={f"$score[{i}]": 0.0 for i in range(len(req.streams))},
+        ),
+        # No filter here: the formula scores only what the filtered searches found.
         limit=req.limit,
         with_payload=_with_payload(req.with_payload),
     )

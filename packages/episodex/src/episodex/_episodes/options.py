@@ -25,16 +25,16 @@ class RecallOptions(TypedDict, total=False):
     """Most episodes returned from the current `conversation_id` (default 5)."""
 
     short_weight: float
-    """Fusion weight of the short-summary dense stream (default 0.1)."""
+    """Fusion weight of the short-summary dense stream (default 0.05)."""
 
     long_weight: float
-    """Fusion weight of the long-summary dense stream (default 0.1)."""
+    """Fusion weight of the long-summary dense stream (default 0.05)."""
 
     bm25_weight: float
-    """Fusion weight of the BM25 sparse stream (default 0.2)."""
+    """Fusion weight of the BM25 sparse stream (default 0.3)."""
 
     splade_weight: float
-    """Fusion weight of the SPLADE learned sparse stream over both summaries (default 0.3;
+    """Fusion weight of the SPLADE learned sparse stream over both summaries (default 0.2;
     ignored, as 0, by a store opened without the SPLADE streams).
 
     The default weights lean on the sparse streams: on the LoCoMo development split they
@@ -43,7 +43,7 @@ class RecallOptions(TypedDict, total=False):
     """
 
     splade_short_weight: float
-    """Fusion weight of the SPLADE stream over the short summary alone (default 0.3; ignored,
+    """Fusion weight of the SPLADE stream over the short summary alone (default 0.2; ignored,
     as 0, by a store opened without the SPLADE streams)."""
 
     stage1_limit: int
@@ -52,7 +52,9 @@ class RecallOptions(TypedDict, total=False):
     rrf_k: int
     """The Reciprocal Rank Fusion constant (default 20).
 
-    Each stream adds `1 / (rank / weight + rrf_k - 1)` to the score of every hit it found.
+    Each stream adds `weight / (rrf_k + rank)` (rank counted from 1) to the score of every hit
+    it found, so a stream's weight scales its whole contribution and a larger `rrf_k` flattens
+    the difference between top and lower ranks.
     """
 
     seen_from: int

@@ -66,7 +66,7 @@ STREAMS = ("short", "long", "bm25", "splade", "splade_short")
 LEARNED = ("splade", "splade_short")
 #: Fusion weight of each stream unless a recall says otherwise (chosen on the LoCoMo dev split
 #: with leave-one-conversation-out checks; see benchmarks/README.md).
-DEFAULT_WEIGHTS = {"short": 0.1, "long": 0.1, "bm25": 0.2, "splade": 0.3, "splade_short": 0.3}
+DEFAULT_WEIGHTS = {"short": 0.05, "long": 0.05, "bm25": 0.3, "splade": 0.2, "splade_short": 0.2}
 #: Reciprocal Rank Fusion constant unless a recall says otherwise (chosen with the weights).
 DEFAULT_RRF_K = 20
 RecallResult = dict[str, list[dict[str, Any]]]
