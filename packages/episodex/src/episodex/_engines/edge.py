@@ -427,6 +427,10 @@ class EdgeEngine:
                 self._shards[spec.name] = shard
                 self._keys[spec.name] = _KEYERS[stored["edge_point_ids"]]
                 return stored
+            # Quantized: everything but the int8 copies stays on disk, memory-mapped and read
+            # as searches touch it (a tenant's graph, a query term's postings), so memory
+            # tracks the tenants searched instead of the store's size.
+            cold = qe.Memory.Cold if self._quantize else None
             config = qe.EdgeConfig(
                 vectors={
                     name: qe.EdgeVectorParams(
@@ -434,7 +438,7 @@ class EdgeEngine:
                         distance=qe.Distance.Cosine,
                         # Quantized: the originals only serve the rescoring of the best
                         # candidates, so they stay on disk and out of memory.
-                        memory=qe.Memory.Cold if self._quantize else None,
+                        memory=cold,
                     )
                     for name, dim in spec.dense.items()
                 },
@@ -447,11 +451,12 @@ class EdgeEngine:
                 ),
                 sparse_vectors={
                     **{
-                        name: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)
+                        name: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf, memory=cold)
                         for name in spec.sparse
                     },
-                    **{name: qe.EdgeSparseVectorParams() for name in spec.sparse_plain},
+                    **{name: qe.EdgeSparseVectorParams(memory=cold) for name in spec.sparse_plain},
                 },
+                id_tracker_memory=cold,
                 # Every search is filtered by tenant, so build per-tenant HNSW graphs instead of a
                 # global one (Qdrant's multitenancy guidance: m=0, payload_m=16).
                 hnsw_config=qe.HnswIndexConfig(
@@ -459,6 +464,7 @@ class EdgeEngine:
                     ef_construct=100,
                     full_scan_threshold=10_000,
                     payload_m=16 if spec.tenant_key else None,
+                    memory=cold,
                 ),
             )
             self._space.require(_CREATE_BYTES, f"creating {folder}")
