@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -28,6 +29,8 @@ except ImportError as exc:  # pragma: no cover - only without the extra
 
 __all__ = ["EpisodicConversationMemory", "EpisodicMemory"]
 
+logger = logging.getLogger("langchain_episodex")
+
 # Chain inputs that are never the user's message.
 _NOT_THE_INPUT = frozenset({"stop"})
 
@@ -41,7 +44,9 @@ class EpisodicConversationMemory(BaseMemory):
     `return_messages=True` a list holding one `SystemMessage` with the block (empty when
     nothing matched), for a `MessagesPlaceholder`. `save_context` records the exchange
     (input and output) as an episode of this conversation; `clear` forgets the
-    conversation. The async variants are natively async.
+    conversation. The async variants are natively async. A memory failure (engine or
+    embedder) is logged to the `langchain_episodex` logger and the chain goes on: without
+    the block when recall fails, with its answer when recording fails.
 
     Ids follow the package's one rule (see `EpisodicContext`): the ones given here win,
     then those of the run the chain is called in (its runtime context, its config's
@@ -146,9 +151,16 @@ class EpisodicConversationMemory(BaseMemory):
         scope = self._scope()
         if not query.strip():
             return {self.memory_key: self._value("")}
-        block = await arecall_block(
-            self.memory, scope, query, options=self.recall_options, max_tokens=self.max_tokens
-        )
+        try:
+            block = await arecall_block(
+                self.memory, scope, query, options=self.recall_options, max_tokens=self.max_tokens
+            )
+        except Exception:
+            # Memory is an aid: the chain runs without it rather than failing the user.
+            logger.warning(
+                "episodic recall failed; the chain goes on without memory", exc_info=True
+            )
+            block = ""
         return {self.memory_key: self._value(block)}
 
     def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
@@ -161,20 +173,23 @@ class EpisodicConversationMemory(BaseMemory):
         answer = self._pick(outputs, self.output_key, "output")
         scope = self._scope()
         assert scope.conversation_id is not None  # _scope always names one
-        # One batch: a long exchange's episodes are stored all together or not at all.
-        await self.memory.memorize_many(
-            [
-                {
-                    "short_summary": episode.short_summary,
-                    "long_summary": episode.long_summary,
-                    "user_id": scope.user_id,
-                    "agent_id": scope.agent_id,
-                    "conversation_id": scope.conversation_id,
-                    "metadata": {"source": "langchain-classic"},
-                }
-                for episode in exchange_episodes(question, answer)
-            ]
-        )
+        records = [
+            {
+                "short_summary": episode.short_summary,
+                "long_summary": episode.long_summary,
+                "user_id": scope.user_id,
+                "agent_id": scope.agent_id,
+                "conversation_id": scope.conversation_id,
+                "metadata": {"source": "langchain-classic"},
+            }
+            for episode in exchange_episodes(question, answer)
+        ]
+        try:
+            # One batch: a long exchange's episodes are stored all together or not at all.
+            await self.memory.memorize_many(records)
+        except Exception:
+            # The chain calls this after the model answered: raising would lose the answer.
+            logger.error("could not record the exchange as an episode", exc_info=True)
 
     def save_context(self, inputs: dict[str, Any], outputs: dict[str, str]) -> None:
         """Record the exchange (chain input and output) as an episode (several if very long)."""

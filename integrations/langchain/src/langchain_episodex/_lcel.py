@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -16,6 +17,8 @@ from langchain_episodex._summaries import exchange_episodes, message_text
 
 __all__ = ["arecord_exchange", "recall_episodes", "record_exchange"]
 
+logger = logging.getLogger("langchain_episodex")
+
 
 def _memory(memory: object) -> CoreMemory:
     memory = core_memory(memory)
@@ -24,6 +27,11 @@ def _memory(memory: object) -> CoreMemory:
             f"memory must be an episodex EpisodicMemory, got {type(memory).__name__}"
         )
     return memory
+
+
+def _recall_failed() -> None:
+    # The runnable feeds the prompt of the model call: without memory the chain still answers.
+    logger.warning("episodic recall failed; the chain goes on without memory", exc_info=True)
 
 
 def recall_episodes(
@@ -56,7 +64,7 @@ def recall_episodes(
     LangGraph runtime context, then the config's `configurable`, then its `thread_id`. The
     recall is an `EpisodicRetriever` run under this runnable's run, so tracing sees the query
     and the documents. The input may be a mapping (its `input_key` is the query), a string,
-    or a message.
+    or a message. A failing recall is logged and gives `""`, so the chain still answers.
 
     Args:
         memory: The core memory.
@@ -88,18 +96,26 @@ def recall_episodes(
         scope = run_scope(defaults, config)
         if not query.strip():
             return ""
-        return await arecall_block(
-            core, scope, query, options=options, max_tokens=max_tokens, config=config
-        )
+        try:
+            return await arecall_block(
+                core, scope, query, options=options, max_tokens=max_tokens, config=config
+            )
+        except Exception:
+            _recall_failed()
+            return ""
 
     def recall(value: Any, config: RunnableConfig) -> str:
         query = query_of(value)
         scope = run_scope(defaults, config)
         if not query.strip():
             return ""
-        return recall_block(
-            core, scope, query, options=options, max_tokens=max_tokens, config=config
-        )
+        try:
+            return recall_block(
+                core, scope, query, options=options, max_tokens=max_tokens, config=config
+            )
+        except Exception:
+            _recall_failed()
+            return ""
 
     return RunnableLambda(recall, afunc=arecall, name="recall_episodes")
 

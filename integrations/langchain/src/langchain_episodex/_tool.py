@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,6 +19,19 @@ __all__ = ["NOTHING_FOUND", "create_memory_search_tool"]
 
 NOTHING_FOUND = "No earlier episodes match this search."
 """What the tool answers when no episode matches."""
+
+_UNAVAILABLE = "Memory is unavailable just now; answer without it."
+"""What the tool answers when the memory could not be searched (the failure is logged)."""
+
+logger = logging.getLogger("langchain_episodex")
+
+
+def _unavailable() -> str:
+    # LangGraph's ToolNode re-raises a tool's errors, which would end the agent's run: the
+    # model is told memory is unavailable instead, and answers without it.
+    logger.warning("memory search tool: recall failed; answering without memory", exc_info=True)
+    return _UNAVAILABLE
+
 
 _DESCRIPTION = (
     "Search your memory of earlier conversations with this user: what they asked, told you "
@@ -50,6 +64,9 @@ def create_memory_search_tool(
     episodes never reach another user's run, whatever the model writes in its arguments. The
     search is an `EpisodicRetriever` run under the tool's run, so tracing sees the query and
     the documents. The tool answers with the `<recalled_episodes>` block.
+
+    When the memory cannot be searched (engine or embedder failure) the failure is logged and
+    the tool tells the model so, rather than raising out of the agent's run.
 
     ```python
     # docs: no-run (needs a chat model; examples/langchain_agent_middleware.py runs this offline)
@@ -102,16 +119,22 @@ def create_memory_search_tool(
 
     def search(query: str, config: RunnableConfig) -> str:
         scope = run_scope(explicit, config)
-        block = recall_block(
-            core, scope, query, options=options, max_tokens=max_tokens, config=config
-        )
+        try:
+            block = recall_block(
+                core, scope, query, options=options, max_tokens=max_tokens, config=config
+            )
+        except Exception:
+            return _unavailable()
         return block or NOTHING_FOUND
 
     async def asearch(query: str, config: RunnableConfig) -> str:
         scope = run_scope(explicit, config)
-        block = await arecall_block(
-            core, scope, query, options=options, max_tokens=max_tokens, config=config
-        )
+        try:
+            block = await arecall_block(
+                core, scope, query, options=options, max_tokens=max_tokens, config=config
+            )
+        except Exception:
+            return _unavailable()
         return block or NOTHING_FOUND
 
     return StructuredTool.from_function(

@@ -23,7 +23,7 @@ __all__ = [
 def foreign_claims(
     engine: Engine,
     collection: str,
-    claims: Sequence[tuple[str, tuple[str, ...]]],
+    claims: Sequence[tuple[str, tuple[str | None, ...]]],
     owner_keys: Sequence[str],
     *,
     id_field: str = "id",
@@ -36,7 +36,7 @@ def foreign_claims(
     the id in messages.
     """
     owners = " or ".join(k.removesuffix("_id") for k in owner_keys)
-    first: dict[str, tuple[str, ...]] = {}
+    first: dict[str, tuple[str | None, ...]] = {}
     foreign: dict[int, str] = {}
     for i, (point_id, owner) in enumerate(claims):
         if first.setdefault(point_id, owner) != owner:

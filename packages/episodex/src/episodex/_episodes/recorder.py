@@ -221,16 +221,34 @@ class EpisodeRecorder:
 
     def _spill(self, episode: ConversationEpisode) -> bool:
         assert self.spill_path is not None
+        line = (json.dumps(episode.model_dump(mode="json"), ensure_ascii=True) + "\n").encode()
         try:
             self.spill_path.parent.mkdir(parents=True, exist_ok=True)
-            with self.spill_path.open("a", encoding="utf-8") as fh:
-                fh.write(json.dumps(episode.model_dump(mode="json"), ensure_ascii=True) + "\n")
-                fh.flush()
-                os.fsync(fh.fileno())
+            fd = os.open(self.spill_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as exc:
+            logger.error("could not spill episode %s: %s", episode.point_id, exc)
+            return False
+        try:
+            size = os.fstat(fd).st_size
+            # After a line a crash cut short, start a new line: appended onto the fragment,
+            # this episode would be unreadable too.
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                line = b"\n" + line
+            try:
+                view = memoryview(line)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.fsync(fd)
+            except OSError:
+                # A full disk or a size limit cut the append short: take the fragment back.
+                os.ftruncate(fd, size)
+                raise
             return True
         except OSError as exc:
             logger.error("could not spill episode %s: %s", episode.point_id, exc)
             return False
+        finally:
+            os.close(fd)
 
     def _spilled_count(self) -> int:
         if self.spill_path is None or not self.spill_path.exists():

@@ -82,12 +82,17 @@ def staging_name(store: EpisodeStore, embedder: Embedder, generation: str) -> st
     return f"{store.collection}{STAGING_MARK}{digest}"
 
 
-def _ids(engine: ReindexableEngine, collection: str, flt: Filter = _EVERYTHING) -> set[str]:
-    found: set[str] = set()
+def _written(
+    engine: ReindexableEngine, collection: str, flt: Filter = _EVERYTHING
+) -> dict[str, object]:
+    """Each point's id and when it was last written (`created_at`, set by every write)."""
+    found: dict[str, object] = {}
     offset: str | None = None
     while True:
-        hits, offset = engine.scroll(collection, flt, limit=1024, with_payload=False, offset=offset)
-        found.update(h.id for h in hits)
+        hits, offset = engine.scroll(
+            collection, flt, limit=1024, with_payload=("created_at",), offset=offset
+        )
+        found.update((h.id, h.payload.get("created_at")) for h in hits)
         if offset is None:
             return found
 
@@ -141,7 +146,7 @@ def reindex(
     while True:
         hits, offset = engine.scroll(source, _EVERYTHING, limit=batch_size, offset=offset)
         if hits:
-            have = _ids(engine, staging, Filter(must=(HasId(tuple(h.id for h in hits)),)))
+            have = _written(engine, staging, Filter(must=(HasId(tuple(h.id for h in hits)),)))
             todo = [h for h in hits if h.id not in have]
             _copy(target, todo)
             embedded += len(todo)
@@ -152,22 +157,25 @@ def reindex(
         if offset is None:
             break
     # Writes made by this store meanwhile: hold them off while the staging collection catches
-    # up with what was added or forgotten, then switch.
+    # up with what was added, replaced or forgotten, then switch.
     with store.write_lock:
-        wanted, staged = _ids(engine, source), _ids(engine, staging)
-        missing = sorted(wanted - staged)
+        wanted, staged = _written(engine, source), _written(engine, staging)
+        # Missing from the staging collection, or staged before it was written again.
+        missing = sorted(i for i, at in wanted.items() if i not in staged or staged[i] != at)
         for start in range(0, len(missing), batch_size):
             chunk = tuple(missing[start : start + batch_size])
             hits, _ = engine.scroll(source, Filter(must=(HasId(chunk),)), limit=len(chunk))
             _copy(target, hits)
             embedded += len(hits)
-        extra = sorted(staged - wanted)
+        extra = sorted(staged.keys() - wanted.keys())
         for start in range(0, len(extra), 1024):
             engine.delete(staging, Filter(must=(HasId(tuple(extra[start : start + 1024])),)))
         engine.switch_collection(source, staging)
-    switched = EpisodeStore(
-        engine, embedder, bm25=store.bm25, splade=store.splade, collection=source
-    )
+        switched = EpisodeStore(
+            engine, embedder, bm25=store.bm25, splade=store.splade, collection=source
+        )
+        # Writes waiting for the lock embedded with the old models: they go to the new store.
+        store.successor = switched
     report = ReindexReport(
         previous_embedder=previous,
         embedder=embedder.model_id,

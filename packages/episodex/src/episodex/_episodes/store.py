@@ -6,7 +6,6 @@ is no read, count, export or delete that can reach another tenant's points.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 import uuid
@@ -139,10 +138,13 @@ class EpisodeStore:
         #: The model id the collection was built with.
         self.stored_embedder: str = str(stored.get("embedder", embedder.model_id))
         self._write_lock = threading.Lock()
+        #: The store serving this collection after a re-index switched it (set under the write
+        #: lock): writes that were waiting for the lock go to it, embedded by its models.
+        self.successor: EpisodeStore | None = None
 
     @property
     def write_lock(self) -> threading.Lock:
-        """Held while this store writes with explicit ids, forgets, or switches a re-index."""
+        """Held while this store writes, forgets, or switches a re-index."""
         return self._write_lock
 
     def _require_vectors(self) -> None:
@@ -244,18 +246,24 @@ class EpisodeStore:
         the writes come after the last one.
         """
         explicit = any(ep.point_id is not None for ep in parsed)
-        # With explicit ids, checking their owners and writing must not interleave with
-        # another writer claiming the same id for someone else.
-        with self._write_lock if explicit else contextlib.nullcontext():
-            foreign = self.foreign_ids(parsed) if explicit else {}
-            if foreign:
-                position, why = min(foreign.items())
-                raise ValidationError(f"episode {position}: {why}")
-            packed: list[_Packed] = []
-            for start in range(0, len(parsed), batch_size):
-                packed.extend(self._packed(parsed[start : start + batch_size]))
-                if on_progress is not None:
-                    on_progress(len(packed))
+        if explicit:
+            self._refuse_foreign(parsed)  # before embedding anything; checked again below
+        packed: list[_Packed] = []
+        for start in range(0, len(parsed), batch_size):
+            packed.extend(self._packed(parsed[start : start + batch_size]))
+            if on_progress is not None:
+                on_progress(len(packed))
+        # Every write holds the lock, not only those with explicit ids: a re-index holds it
+        # while it catches up with the collection and switches it, and a write landing in the
+        # old collection meanwhile would be dropped with it. Only the writes are under it.
+        with self._write_lock:
+            if self.successor is not None:
+                # Re-indexed while this call embedded: the collection is the new store's now.
+                return self.successor.write_all(parsed, batch_size=batch_size)
+            if explicit:
+                # Checking owners and writing must not interleave with another writer
+                # claiming the same id for someone else.
+                self._refuse_foreign(parsed)
             # One engine write is atomic; several are made so by taking back the earlier ones.
             several = len(parsed) > batch_size
             replaced = self._stored(parsed) if explicit and several else {}
@@ -278,6 +286,12 @@ class EpisodeStore:
                     self._take_back(ids, replaced, exc)
                 raise
         return ids
+
+    def _refuse_foreign(self, parsed: Sequence[ConversationEpisode]) -> None:
+        foreign = self.foreign_ids(parsed)
+        if foreign:
+            position, why = min(foreign.items())
+            raise ValidationError(f"episode {position}: {why}")
 
     def _stored(self, episodes: Sequence[ConversationEpisode]) -> dict[str, Hit]:
         """The stored points that episodes with explicit ids would replace."""

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from episodex._common.errors import ValidationError
-from episodex._common.validation import json_object, require_text, storable_text
+from episodex._common.validation import json_object, require_id, storable_text
 
 __all__ = [
     "MAX_NAMESPACE_DEPTH",
@@ -120,8 +120,10 @@ def check_ref(ref: object, where: str = "") -> ItemRef:
     """A valid `ItemRef` (labels, key and tenant checked) or `ValidationError`."""
     if not isinstance(ref, ItemRef):
         raise ValidationError(f"{where}expected an ItemRef, got {type(ref).__name__}")
-    require_text(f"{where}user_id", ref.user_id)
-    require_text(f"{where}agent_id", ref.agent_id)
+    # The one id rule of every tenant read: an item stored for an id that `search` or
+    # `forget` refuses could never be found or forgotten by its owner.
+    require_id(f"{where}user_id", ref.user_id)
+    require_id(f"{where}agent_id", ref.agent_id)
     namespace = check_namespace(ref.namespace, where)
     if not isinstance(ref.key, str) or not ref.key:  # pyright: ignore[reportUnnecessaryIsInstance]
         raise ValidationError(f"{where}key must be a non-empty string, got {ref.key!r}")

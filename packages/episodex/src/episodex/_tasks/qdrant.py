@@ -18,7 +18,7 @@ from episodex._common.host import EngineHost
 from episodex._common.validation import require_int, require_weight
 from episodex._embedders.base import Embedder
 from episodex._engines.base import Engine
-from episodex._engines.collection import open_collection
+from episodex._engines.collection import foreign_claims, open_collection
 from episodex._engines.factory import EngineOptions, check_engine_options, open_engine
 from episodex._engines.plan import (
     CollectionSpec,
@@ -201,6 +201,15 @@ class QdrantTaskStore(BaseMemoryStore):
         )
 
     def _store(self, point: Point, episode_id: str) -> None:
+        # A point id is a digest of the tenant and the episode id, so a shared store's episode
+        # id can be crafted to name a tenant's point (`'["u", "a"]\nE1'` is user u's `E1`):
+        # writing it would replace that tenant's episode. The stored owner must be this store.
+        owner = tenant_key(self.tenant) if self.tenant != (None, None) else None
+        if foreign_claims(self.engine, self.collection, [(point.id, (owner,))], ("tenant",)):
+            raise ValidationError(
+                f"episode id {episode_id!r} names a stored episode of another user or agent; "
+                "use another episode id"
+            )
         # Write first, then drop any other point of this tenant holding the same episode id
         # (one stored under the first scheme, keyed by task id): a crash in between leaves a
         # duplicate, never a loss.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
@@ -12,6 +13,8 @@ from llama_index.memory.episodex._messages import latest_user_text
 from pydantic import Field
 
 __all__ = ["LessonSource", "LessonsMemoryBlock"]
+
+logger = logging.getLogger(__name__)
 
 
 @runtime_checkable
@@ -35,7 +38,8 @@ class LessonsMemoryBlock(BaseMemoryBlock[str]):
     `current_env=` to `Memory.aget`); the agent's current state is the latest user message
     unless `current_state=` is passed. Steps are recorded and graded through the step-lesson
     memory itself (`record_step_start`, `end_episode`), not from chat messages, so the block
-    takes nothing from short-term memory.
+    takes nothing from short-term memory. A failing lesson memory is logged and gives no
+    block, so the agent still answers.
 
     Setup:
         `pip install llama-index-memory-episodex`.
@@ -86,7 +90,12 @@ class LessonsMemoryBlock(BaseMemoryBlock[str]):
         if env is None or (isinstance(env, Mapping) and not env):
             return ""
         state = current_state if current_state is not None else latest_user_text(messages)
-        return await self.lessons.lessons_block(env, state)
+        try:
+            return await self.lessons.lessons_block(env, state)
+        except Exception:
+            # `Memory.aget` runs before every LLM call: an error here would end the agent's run.
+            logger.warning("lesson retrieval failed; answering without lessons", exc_info=True)
+            return ""
 
     async def _aput(self, messages: list[ChatMessage]) -> None:
         """Chat messages are not lessons: record steps through the lesson memory instead."""

@@ -1,0 +1,177 @@
+"""A memory failure never costs a classic chain, an LCEL chain or a tool call its answer.
+
+The middleware already went on without memory when recall or recording failed; the other
+LangChain paths did not:
+
+- `EpisodicConversationMemory.save_context` runs after the model answered, inside the chain's
+  call: a failing write raised out of `chain.invoke`, and the answer was lost;
+  `load_memory_variables` runs before the model: a failing recall failed the whole call.
+- the `recall_episodes` runnable raised out of the LCEL chain it feeds.
+- the memory search tool raised out of the tool call, which LangGraph's `ToolNode` re-raises:
+  the agent run failed.
+
+Each now logs the failure and goes on without memory (an empty block, or a tool answer that
+says memory is unavailable). The engine is the real in-RAM qdrant-client one, made to fail.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+import warnings
+from collections.abc import Iterator, Sequence
+from typing import Any, cast
+
+import pytest
+from episodex import Engine, EngineUnavailableError, EpisodicMemory, open_engine
+from episodex.plan import Filter, Fused, Point, Search
+from episodex.testing import HashEmbedder
+from langchain_classic.chains import ConversationChain
+from langchain_core._api import LangChainDeprecationWarning
+from langchain_core.messages import AIMessage
+from langchain_core.prompts import PromptTemplate
+from langchain_core.runnables import RunnablePassthrough
+from langchain_episodex import (
+    EpisodicConversationMemory,
+    create_memory_search_tool,
+    recall_episodes,
+)
+from lc_fakes import RecordingChatModel
+
+AGENT = "assistant"
+
+
+class BrokenEngine:
+    """The real engine; while `broken`, every search and write fails as a dead server does."""
+
+    def __init__(self, inner: Engine) -> None:
+        self.inner = inner
+        self.broken = False
+
+    def engine(self) -> Engine:
+        return cast(Engine, self)
+
+    def _check(self) -> None:
+        if self.broken:
+            raise EngineUnavailableError("Qdrant is restarting (injected)")
+
+    def upsert(self, collection: str, points: Sequence[Point]) -> None:
+        self._check()
+        self.inner.upsert(collection, points)
+
+    def query(self, collection: str, requests: Sequence[Search | Fused]) -> Any:
+        self._check()
+        return self.inner.query(collection, requests)
+
+    def query_explained(self, collection: str, requests: Sequence[Fused]) -> Any:
+        self._check()
+        return self.inner.query_explained(collection, requests)
+
+    def scroll(self, collection: str, flt: Filter, **kwargs: Any) -> Any:
+        self._check()
+        return self.inner.scroll(collection, flt, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+@pytest.fixture
+def broken() -> Iterator[tuple[EpisodicMemory, BrokenEngine]]:
+    inner = open_engine(location=":memory:")
+    wrapper = BrokenEngine(inner)
+    memory = EpisodicMemory(engine=wrapper.engine(), embedder=HashEmbedder(), splade=False)
+    try:
+        yield memory, wrapper
+    finally:
+        memory.close()
+        inner.close()
+
+
+@pytest.fixture(autouse=True)
+def _classic_chains_are_deprecated() -> Iterator[None]:
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=LangChainDeprecationWarning)
+        yield
+
+
+def _model(*answers: str) -> RecordingChatModel:
+    return RecordingChatModel(responses=[AIMessage(a) for a in answers], received=[])
+
+
+def _user() -> str:
+    return f"user-{uuid.uuid4().hex}"
+
+
+def _failures(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "langchain_episodex" and r.levelno >= logging.WARNING
+    ]
+
+
+def test_a_classic_chain_answers_when_memory_fails(
+    broken: tuple[EpisodicMemory, BrokenEngine], caplog: pytest.LogCaptureFixture
+) -> None:
+    memory, engine = broken
+    chat = EpisodicConversationMemory(
+        memory=memory, user_id=_user(), agent_id=AGENT, conversation_id="c1"
+    )
+    prompt = PromptTemplate.from_template("Memory:\n{history}\nHuman: {input}\nAI:")
+    model = _model("Your refund was issued on Monday.")
+    chain = ConversationChain(llm=model, memory=chat, prompt=prompt)
+    engine.broken = True
+    out = chain.invoke({"input": "Where is my refund?"})
+    assert out["response"] == "Your refund was issued on Monday."
+    assert "Memory:\n\nHuman: Where is my refund?" in model.prompt_text()
+    logged = _failures(caplog)
+    assert any("recall" in m for m in logged) and any("record" in m for m in logged)
+
+
+async def test_a_classic_chain_answers_when_memory_fails_async(
+    broken: tuple[EpisodicMemory, BrokenEngine], caplog: pytest.LogCaptureFixture
+) -> None:
+    memory, engine = broken
+    chat = EpisodicConversationMemory(
+        memory=memory, user_id=_user(), agent_id=AGENT, conversation_id="c1"
+    )
+    prompt = PromptTemplate.from_template("Memory:\n{history}\nHuman: {input}\nAI:")
+    chain = ConversationChain(llm=_model("Monday."), memory=chat, prompt=prompt)
+    engine.broken = True
+    out = await chain.ainvoke({"input": "Where is my refund?"})
+    assert out["response"] == "Monday."
+    assert len(_failures(caplog)) == 2
+    # Once the engine is back, the memory works again.
+    engine.broken = False
+    await chat.asave_context({"input": "Where is my refund?"}, {"response": "Monday."})
+    assert await memory.count(user_id=chat.user_id or "", agent_id=AGENT) == 1
+
+
+async def test_an_lcel_chain_answers_when_recall_fails(
+    broken: tuple[EpisodicMemory, BrokenEngine], caplog: pytest.LogCaptureFixture
+) -> None:
+    memory, engine = broken
+    prompt = PromptTemplate.from_template("Memory:\n{recalled_episodes}\nHuman: {question}")
+    recall = recall_episodes(memory, input_key="question", user_id=_user(), agent_id=AGENT)
+    model = _model("Monday.", "Tuesday.")
+    chain = RunnablePassthrough.assign(recalled_episodes=recall) | prompt | model
+    engine.broken = True
+    answer = chain.invoke({"question": "Where is my refund?"})
+    assert answer.content == "Monday."
+    assert "Memory:\n\nHuman: Where is my refund?" in model.prompt_text()
+    answer = await chain.ainvoke({"question": "Where is my refund?"})
+    assert answer.content == "Tuesday."
+    assert len(_failures(caplog)) == 2
+
+
+async def test_the_memory_tool_answers_when_recall_fails(
+    broken: tuple[EpisodicMemory, BrokenEngine], caplog: pytest.LogCaptureFixture
+) -> None:
+    memory, engine = broken
+    tool = create_memory_search_tool(memory, user_id=_user(), agent_id=AGENT)
+    engine.broken = True
+    answer = tool.invoke({"query": "refund"})
+    assert isinstance(answer, str) and "unavailable" in answer.lower()
+    answer = await tool.ainvoke({"query": "refund"})
+    assert isinstance(answer, str) and "unavailable" in answer.lower()
+    assert len(_failures(caplog)) == 2

@@ -1,0 +1,105 @@
+"""An episode spilled to the recorder's file is never lost to a torn line before it.
+
+The recorder appends episodes it cannot keep in its queue to a spill file, one JSON line each.
+A line torn by a crash mid-append, or by a write cut short (a full disk, a file size limit),
+was left without its newline, so the next spilled episode was appended onto the same line:
+reading the file back skipped the whole line, and that episode, reported as spilled, was lost.
+A failed append is now taken back, and an append after a torn line starts a line of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from episodex import EngineUnavailableError, EpisodeRecorder, EpisodicMemory
+from episodex.testing import HashEmbedder
+
+
+@pytest.fixture
+def memory() -> Iterator[EpisodicMemory]:
+    mem = EpisodicMemory(location=":memory:", embedder=HashEmbedder(), splade=False)
+    yield mem
+    mem.close()
+
+
+def _episode(n: int) -> dict[str, Any]:
+    return {
+        "short_summary": f"question {n}",
+        "long_summary": f"User asked question {n}; the agent answered it. " + "x" * 400,
+        "user_id": "u1",
+        "agent_id": "support",
+        "conversation_id": "c1",
+    }
+
+
+def _stored(memory: EpisodicMemory) -> list[str]:
+    return sorted(
+        r["short_summary_text"]
+        for r in memory.store.read_recent(1000, user_id="u1", agent_id="support")
+    )
+
+
+class Down:
+    """The store's writes fail while `down` (a server that is restarting)."""
+
+    def __init__(self, memory: EpisodicMemory) -> None:
+        self.real = memory.store.memorize_many
+        self.down = True
+
+    def __call__(self, episodes: Any, **kwargs: Any) -> list[str]:
+        if self.down:
+            raise EngineUnavailableError("connection refused (injected)")
+        return self.real(episodes, **kwargs)
+
+
+async def test_an_episode_spilled_after_a_torn_line_comes_back(
+    memory: EpisodicMemory, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    spill = tmp_path / "pending.jsonl"
+    store = Down(memory)
+    monkeypatch.setattr(memory.store, "memorize_many", store)
+    recorder = EpisodeRecorder(memory, max_pending=1, spill_path=spill)
+    await recorder.record(**_episode(1))
+    spill.write_text('{"short_summary": "torn')  # a crash cut the last append short
+    await recorder.record(**_episode(2))  # the queue is full: question 1 is spilled
+    torn, spilled = spill.read_text().splitlines()
+    assert torn == '{"short_summary": "torn'
+    assert json.loads(spilled)["short_summary"] == "question 1"
+    store.down = False
+    assert await recorder.flush() == 0
+    assert _stored(memory) == ["question 1", "question 2"]
+
+
+async def test_an_append_cut_short_is_taken_back(
+    memory: EpisodicMemory, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    spill = tmp_path / "pending.jsonl"
+    store = Down(memory)
+    monkeypatch.setattr(memory.store, "memorize_many", store)
+    recorder = EpisodeRecorder(memory, max_pending=1, spill_path=spill)
+    await recorder.record(**_episode(1))
+    await recorder.record(**_episode(2))  # question 1 spilled whole
+    size = spill.stat().st_size
+    # A file size limit 100 bytes above the file: the next append is cut short (EFBIG), as a
+    # full disk cuts it. The engine is in RAM, so nothing else of this test writes a file.
+    previous_handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size + 100, hard))
+    try:
+        await recorder.record(**_episode(3))  # question 2 cannot be spilled: dropped
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, previous_handler)
+    assert recorder.stats().dropped == 1
+    lines = spill.read_bytes().split(b"\n")
+    assert [json.loads(line)["short_summary"] for line in lines if line] == ["question 1"]
+    await recorder.record(**_episode(4))  # question 3 is spilled, on a line of its own
+    store.down = False
+    assert await recorder.flush() == 0
+    assert _stored(memory) == ["question 1", "question 3", "question 4"]
