@@ -10,10 +10,11 @@ release is measured with its own models and engine settings), on the store `perf
 of queries to one side then the other, swapping who goes first on every block, so load on this
 shared machine falls on both alike. Before each side's block it waits `--settle-ms`: an older
 onnxruntime's threads busy-wait on every core for a while after a run, and without the wait
-they slow down whichever side runs next (at 5-10 ms, that was most of a 1.6x "slowdown").
-In paced modes the worker idles N ms before each recall, as an agent does between turns. Timed: `await EpisodicMemory.recall(...)` end to end, with a
-conversation id (both sides: same-conversation and previous-conversation matches), after
-`--warmup` untimed recalls. Writes `results/recall_ab.md` and `.json`.
+they slow down whichever side runs next.
+In paced modes the worker idles N ms before each recall, as an agent does between turns.
+Timed: `await EpisodicMemory.recall(...)` end to end, with a conversation id (both sides:
+same-conversation and previous-conversation matches), after `--warmup` untimed recalls.
+Writes `results/recall_ab.md` and `.json`.
 """
 
 from __future__ import annotations
