@@ -19,13 +19,11 @@ from __future__ import annotations
 import logging
 import uuid
 import warnings
-from collections.abc import Iterator, Sequence
-from typing import Any, cast
+from collections.abc import Iterator
 
 import pytest
-from episodex import Engine, EngineUnavailableError, EpisodicMemory, open_engine
-from episodex.plan import Filter, Fused, Point, Search
-from episodex.testing import HashEmbedder
+from episodex import EpisodicMemory, open_engine
+from episodex.testing import FailingEngine, HashEmbedder
 from langchain_classic.chains import ConversationChain
 from langchain_core._api import LangChainDeprecationWarning
 from langchain_core.messages import AIMessage
@@ -41,45 +39,11 @@ from lc_fakes import RecordingChatModel
 AGENT = "assistant"
 
 
-class BrokenEngine:
-    """The real engine; while `broken`, every search and write fails as a dead server does."""
-
-    def __init__(self, inner: Engine) -> None:
-        self.inner = inner
-        self.broken = False
-
-    def engine(self) -> Engine:
-        return cast(Engine, self)
-
-    def _check(self) -> None:
-        if self.broken:
-            raise EngineUnavailableError("Qdrant is restarting (injected)")
-
-    def upsert(self, collection: str, points: Sequence[Point]) -> None:
-        self._check()
-        self.inner.upsert(collection, points)
-
-    def query(self, collection: str, requests: Sequence[Search | Fused]) -> Any:
-        self._check()
-        return self.inner.query(collection, requests)
-
-    def query_explained(self, collection: str, requests: Sequence[Fused]) -> Any:
-        self._check()
-        return self.inner.query_explained(collection, requests)
-
-    def scroll(self, collection: str, flt: Filter, **kwargs: Any) -> Any:
-        self._check()
-        return self.inner.scroll(collection, flt, **kwargs)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
 @pytest.fixture
-def broken() -> Iterator[tuple[EpisodicMemory, BrokenEngine]]:
+def broken() -> Iterator[tuple[EpisodicMemory, FailingEngine]]:
     inner = open_engine(location=":memory:")
-    wrapper = BrokenEngine(inner)
-    memory = EpisodicMemory(engine=wrapper.engine(), embedder=HashEmbedder(), splade=False)
+    wrapper = FailingEngine(inner)
+    memory = EpisodicMemory(engine=wrapper, embedder=HashEmbedder(), splade=False)
     try:
         yield memory, wrapper
     finally:
@@ -111,7 +75,7 @@ def _failures(caplog: pytest.LogCaptureFixture) -> list[str]:
 
 
 def test_a_classic_chain_answers_when_memory_fails(
-    broken: tuple[EpisodicMemory, BrokenEngine], caplog: pytest.LogCaptureFixture
+    broken: tuple[EpisodicMemory, FailingEngine], caplog: pytest.LogCaptureFixture
 ) -> None:
     memory, engine = broken
     chat = EpisodicConversationMemory(
@@ -120,7 +84,7 @@ def test_a_classic_chain_answers_when_memory_fails(
     prompt = PromptTemplate.from_template("Memory:\n{history}\nHuman: {input}\nAI:")
     model = _model("Your refund was issued on Monday.")
     chain = ConversationChain(llm=model, memory=chat, prompt=prompt)
-    engine.broken = True
+    engine.reads = engine.writes = True
     out = chain.invoke({"input": "Where is my refund?"})
     assert out["response"] == "Your refund was issued on Monday."
     assert "Memory:\n\nHuman: Where is my refund?" in model.prompt_text()
@@ -129,7 +93,7 @@ def test_a_classic_chain_answers_when_memory_fails(
 
 
 async def test_a_classic_chain_answers_when_memory_fails_async(
-    broken: tuple[EpisodicMemory, BrokenEngine], caplog: pytest.LogCaptureFixture
+    broken: tuple[EpisodicMemory, FailingEngine], caplog: pytest.LogCaptureFixture
 ) -> None:
     memory, engine = broken
     chat = EpisodicConversationMemory(
@@ -137,25 +101,25 @@ async def test_a_classic_chain_answers_when_memory_fails_async(
     )
     prompt = PromptTemplate.from_template("Memory:\n{history}\nHuman: {input}\nAI:")
     chain = ConversationChain(llm=_model("Monday."), memory=chat, prompt=prompt)
-    engine.broken = True
+    engine.reads = engine.writes = True
     out = await chain.ainvoke({"input": "Where is my refund?"})
     assert out["response"] == "Monday."
     assert len(_failures(caplog)) == 2
     # Once the engine is back, the memory works again.
-    engine.broken = False
+    engine.reads = engine.writes = False
     await chat.asave_context({"input": "Where is my refund?"}, {"response": "Monday."})
     assert await memory.count(user_id=chat.user_id or "", agent_id=AGENT) == 1
 
 
 async def test_an_lcel_chain_answers_when_recall_fails(
-    broken: tuple[EpisodicMemory, BrokenEngine], caplog: pytest.LogCaptureFixture
+    broken: tuple[EpisodicMemory, FailingEngine], caplog: pytest.LogCaptureFixture
 ) -> None:
     memory, engine = broken
     prompt = PromptTemplate.from_template("Memory:\n{recalled_episodes}\nHuman: {question}")
     recall = recall_episodes(memory, input_key="question", user_id=_user(), agent_id=AGENT)
     model = _model("Monday.", "Tuesday.")
     chain = RunnablePassthrough.assign(recalled_episodes=recall) | prompt | model
-    engine.broken = True
+    engine.reads = engine.writes = True
     answer = chain.invoke({"question": "Where is my refund?"})
     assert answer.content == "Monday."
     assert "Memory:\n\nHuman: Where is my refund?" in model.prompt_text()
@@ -165,11 +129,11 @@ async def test_an_lcel_chain_answers_when_recall_fails(
 
 
 async def test_the_memory_tool_answers_when_recall_fails(
-    broken: tuple[EpisodicMemory, BrokenEngine], caplog: pytest.LogCaptureFixture
+    broken: tuple[EpisodicMemory, FailingEngine], caplog: pytest.LogCaptureFixture
 ) -> None:
     memory, engine = broken
     tool = create_memory_search_tool(memory, user_id=_user(), agent_id=AGENT)
-    engine.broken = True
+    engine.reads = engine.writes = True
     answer = tool.invoke({"query": "refund"})
     assert isinstance(answer, str) and "unavailable" in answer.lower()
     answer = await tool.ainvoke({"query": "refund"})

@@ -9,20 +9,17 @@ failure and gives no lessons block. The engine is the real in-RAM one, made to f
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
-from typing import Any, cast
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from episodex import (
-    Engine,
-    EngineUnavailableError,
     EpisodicMemory,
     ProgrammaticGrader,
     StepLessonMemory,
     open_engine,
 )
-from episodex.plan import Filter, Fused, Search
-from episodex.testing import HashEmbedder
+from episodex.testing import FailingEngine, HashEmbedder
 from llama_index.core.agent.workflow import FunctionAgent
 from llama_index.core.memory import Memory
 from llama_index.memory.episodex import LessonsMemoryBlock, offline_tokenizer
@@ -37,37 +34,11 @@ PAGE = {"url": "https://helpdesk.example/tickets/7", "elements": ["[12] button '
 TASK = "Set the priority of ticket 7 to High"
 
 
-class BrokenReads:
-    """The real engine; while `broken`, every search and scroll fails as a dead server does."""
-
-    def __init__(self, inner: Engine) -> None:
-        self.inner = inner
-        self.broken = False
-
-    def engine(self) -> Engine:
-        return cast(Engine, self)
-
-    def _check(self) -> None:
-        if self.broken:
-            raise EngineUnavailableError("Qdrant is restarting (injected)")
-
-    def query(self, collection: str, requests: Sequence[Search | Fused]) -> Any:
-        self._check()
-        return self.inner.query(collection, requests)
-
-    def scroll(self, collection: str, flt: Filter, **kwargs: Any) -> Any:
-        self._check()
-        return self.inner.scroll(collection, flt, **kwargs)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
 @pytest.fixture
-def broken() -> Iterator[tuple[EpisodicMemory, BrokenReads]]:
+def broken() -> Iterator[tuple[EpisodicMemory, FailingEngine]]:
     inner = open_engine(location=":memory:")
-    wrapper = BrokenReads(inner)
-    memory = EpisodicMemory(engine=wrapper.engine(), embedder=HashEmbedder(), splade=False)
+    wrapper = FailingEngine(inner)
+    memory = EpisodicMemory(engine=wrapper, embedder=HashEmbedder(), splade=False)
     try:
         yield memory, wrapper
     finally:
@@ -80,7 +51,7 @@ async def block_text(lessons: StepLessonMemory) -> str:
 
 
 async def test_an_agent_answers_when_the_lessons_cannot_be_read(
-    broken: tuple[EpisodicMemory, BrokenReads],
+    broken: tuple[EpisodicMemory, FailingEngine],
     make_llm: Any,
     chat_engine: AsyncEngine,
     caplog: pytest.LogCaptureFixture,
@@ -105,7 +76,7 @@ async def test_an_agent_answers_when_the_lessons_cannot_be_read(
         async_engine=chat_engine,
     )
     llm = make_llm(reply="Done: priority set to High.")
-    engine.broken = True
+    engine.reads = True
     answer = await FunctionAgent(llm=llm, tools=[]).run(TASK, memory=chat)  # pyright: ignore[reportDeprecated]
     assert "priority set to High" in str(answer)
     assert "<lessons>" not in llm.last_input()

@@ -1,4 +1,4 @@
-"""Test helpers for code built on episodex: a deterministic embedder that needs no model.
+"""Test helpers for code built on episodex: a deterministic embedder, an engine that fails.
 
 The bundled model is offline and fast, but a unit test often wants vectors it can reason about
 exactly: the same text always gives the same vector, texts that share words are close, texts
@@ -21,19 +21,26 @@ Example:
     print(found["previous_conversations"][0]["short_summary_text"])  # -> Refund for order 42
     mem.close()
     ```
+
+`FailingEngine` wraps a real engine and makes its reads or writes fail on demand, to test what
+an agent does when its memory is down (it should still answer).
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
+from episodex._common.errors import EngineUnavailableError
 from episodex._embedders.base import Matrix
+from episodex._engines.base import Engine, StreamRanks
+from episodex._engines.plan import CollectionSpec, Filter, Fused, Hit, Point, Search
 
-__all__ = ["HashEmbedder"]
+__all__ = ["FailingEngine", "HashEmbedder"]
 
 _WORD = re.compile(r"\w+")
 
@@ -92,3 +99,112 @@ class HashEmbedder:
                 vec[1 + int.from_bytes(digest, "little") % buckets] += 1.0
         vec /= np.linalg.norm(vec)  # in place, so the array stays float32
         return vec
+
+
+class FailingEngine:
+    """A real engine whose reads or writes fail on demand, as a server that went away does.
+
+    Wraps any `Engine` (the embedded store, qdrant-client's `:memory:`, a server) and satisfies
+    the protocol itself: hand it to a memory (`EpisodicMemory(engine=failing, ...)`), then
+    set `reads` or `writes` to make the next calls raise `error` before they reach the wrapped
+    engine, which is left exactly as it was. Reads are `query`, `query_explained`, `scroll` and
+    `count`; writes are `upsert` and `delete`. Creating collections, `optimize` and `close` are
+    always passed on (closing the wrapper closes the wrapped engine).
+
+    Args:
+        inner: The engine that answers while nothing is set to fail.
+        reads: Fail the reads from the start.
+        writes: Fail the writes from the start.
+        error: What a failing call raises (default: `EngineUnavailableError`, which is what a
+            memory raises when its server cannot be reached).
+    """
+
+    # Never collected by pytest, whatever name a test module imports it under.
+    __test__ = False
+
+    def __init__(
+        self,
+        inner: Engine,
+        *,
+        reads: bool = False,
+        writes: bool = False,
+        error: Exception | None = None,
+    ) -> None:
+        self.inner = inner
+        self.reads = reads
+        self.writes = writes
+        self.error = error or EngineUnavailableError("the engine is down (FailingEngine)")
+        #: How many calls have failed so far.
+        self.failures = 0
+
+    def _fail(self, when: bool) -> None:
+        if when:
+            self.failures += 1
+            raise self.error
+
+    @property
+    def kind(self) -> str:
+        """The wrapped engine's kind."""
+        return self.inner.kind
+
+    def ensure_collection(self, spec: CollectionSpec) -> Mapping[str, Any]:
+        """Passed on."""
+        return self.inner.ensure_collection(spec)
+
+    def upsert(self, collection: str, points: Sequence[Point]) -> None:
+        """Fails while `writes` is set."""
+        self._fail(self.writes)
+        self.inner.upsert(collection, points)
+
+    def delete(self, collection: str, flt: Filter) -> None:
+        """Fails while `writes` is set."""
+        self._fail(self.writes)
+        self.inner.delete(collection, flt)
+
+    def query(self, collection: str, requests: Sequence[Search | Fused]) -> list[list[Hit]]:
+        """Fails while `reads` is set."""
+        self._fail(self.reads)
+        return self.inner.query(collection, requests)
+
+    def query_explained(
+        self, collection: str, requests: Sequence[Fused]
+    ) -> list[list[tuple[Hit, StreamRanks]]]:
+        """Fails while `reads` is set."""
+        self._fail(self.reads)
+        return self.inner.query_explained(collection, requests)
+
+    def scroll(
+        self,
+        collection: str,
+        flt: Filter,
+        *,
+        limit: int,
+        order_by: str | None = None,
+        descending: bool = True,
+        with_payload: bool | Sequence[str] = True,
+        offset: str | None = None,
+    ) -> tuple[list[Hit], str | None]:
+        """Fails while `reads` is set."""
+        self._fail(self.reads)
+        return self.inner.scroll(
+            collection,
+            flt,
+            limit=limit,
+            order_by=order_by,
+            descending=descending,
+            with_payload=with_payload,
+            offset=offset,
+        )
+
+    def count(self, collection: str, flt: Filter) -> int:
+        """Fails while `reads` is set."""
+        self._fail(self.reads)
+        return self.inner.count(collection, flt)
+
+    def optimize(self) -> None:
+        """Passed on."""
+        self.inner.optimize()
+
+    def close(self) -> None:
+        """Closes the wrapped engine."""
+        self.inner.close()
