@@ -42,6 +42,9 @@ def recall_retriever(
         agent_id=scope.agent_id,
         conversation_id=scope.conversation_id,
         k=k,
+        # The callers (middleware, classic memory, LCEL, tool) handle a failure themselves:
+        # each counts, logs and words it its own way.
+        raise_on_failure=True,
     )
     return retriever, options
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from episodex import ValidationError, run_sync
+from episodex import EmbeddingError, EngineError, StoreClosedError, ValidationError, run_sync
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
     CallbackManagerForRetrieverRun,
@@ -19,12 +20,20 @@ from langchain_episodex._pydantic import configuration_error
 
 __all__ = ["EpisodexRetriever"]
 
+logger = logging.getLogger("langchain_episodex")
+
 
 class EpisodexRetriever(BaseRetriever):
     """A retriever whose `k` and core options may be given per call: `invoke(query, k=2, ...)`.
 
     Subclasses set `call_options` (the option names a call may pass), and implement
     `_documents` (natively async); the sync path runs the same coroutine.
+
+    A retriever usually feeds a prompt, so when the memory itself fails (its engine cannot be
+    reached, a model fails: `EngineError`, `EmbeddingError`) the failure is logged to the
+    `langchain_episodex` logger and no documents come back: the chain still reaches the model
+    and the user still gets an answer. `raise_on_failure=True` raises instead. Bad input, and
+    a memory already closed, always raise.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
@@ -32,6 +41,8 @@ class EpisodexRetriever(BaseRetriever):
     call_options: ClassVar[frozenset[str]] = frozenset()
     k: int
     """How many documents to return (overridden per call by `invoke(..., k=)`)."""
+    raise_on_failure: bool = False
+    """Raise a failure of the memory itself instead of logging it and returning nothing."""
 
     def __init__(self, **data: Any) -> None:
         try:
@@ -62,6 +73,24 @@ class EpisodexRetriever(BaseRetriever):
     async def _documents(self, query: str, k: int, options: dict[str, Any]) -> list[Document]:
         raise NotImplementedError
 
+    async def _documents_or_none(
+        self, query: str, k: int, options: dict[str, Any]
+    ) -> list[Document]:
+        try:
+            return await self._documents(query, k, options)
+        except StoreClosedError:
+            raise  # the caller's own mistake, not an outage
+        except (EngineError, EmbeddingError):
+            if self.raise_on_failure:
+                raise
+            logger.warning(
+                "%s: memory recall failed; returning no documents so the chain goes on "
+                "without memory",
+                type(self).__name__,
+                exc_info=True,
+            )
+            return []
+
     def _get_relevant_documents(
         self,
         query: str,
@@ -71,7 +100,7 @@ class EpisodexRetriever(BaseRetriever):
         **overrides: Any,
     ) -> list[Document]:
         k, options = self._call_options(k, overrides)
-        return run_sync(self._documents(query, k, options))
+        return run_sync(self._documents_or_none(query, k, options))
 
     async def _aget_relevant_documents(
         self,
@@ -82,4 +111,4 @@ class EpisodexRetriever(BaseRetriever):
         **overrides: Any,
     ) -> list[Document]:
         k, options = self._call_options(k, overrides)
-        return await self._documents(query, k, options)
+        return await self._documents_or_none(query, k, options)

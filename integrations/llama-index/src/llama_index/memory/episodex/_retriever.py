@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -11,7 +12,17 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from llama_index.memory.episodex._checks import check_recall_options, require_id
 
-from episodex import ConfigurationError, EpisodicMemory, SyncEpisodicMemory, run_sync
+from episodex import (
+    ConfigurationError,
+    EmbeddingError,
+    EngineError,
+    EpisodicMemory,
+    StoreClosedError,
+    SyncEpisodicMemory,
+    run_sync,
+)
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["EpisodicRetriever"]
 
@@ -129,6 +140,11 @@ class EpisodicRetriever(BaseRetriever):
         similarity_top_k: Most nodes returned in all, as with LlamaIndex's own retrievers;
             the best of both sections are kept.
         recall_options: More `EpisodicMemory.recall` options (stream weights, `rrf_k`).
+        raise_on_failure: Raise when the memory itself fails (its engine cannot be reached,
+            a model fails: `EngineError`, `EmbeddingError`). By default the failure is logged
+            to the `llama_index.memory.episodex` logger and no nodes come back, so a query
+            engine or agent fed by this retriever still answers. Bad input, and a memory
+            already closed, always raise.
         callback_manager: LlamaIndex callbacks.
         verbose: Print retrieval progress.
     """
@@ -144,6 +160,7 @@ class EpisodicRetriever(BaseRetriever):
         same_conversation_limit: int | None = None,
         similarity_top_k: int | None = None,
         recall_options: Mapping[str, Any] | None = None,
+        raise_on_failure: bool = False,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
     ) -> None:
@@ -155,6 +172,7 @@ class EpisodicRetriever(BaseRetriever):
                 f"{type(memory).__name__}"
             )
         self.memory = memory
+        self.raise_on_failure = raise_on_failure
         if similarity_top_k is not None:
             if (
                 isinstance(similarity_top_k, bool)
@@ -196,10 +214,22 @@ class EpisodicRetriever(BaseRetriever):
         return nodes if self.similarity_top_k is None else nodes[: self.similarity_top_k]
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return self._nodes(run_sync(self.memory.recall(**self._kwargs(query_bundle))))
+        return run_sync(self._aretrieve(query_bundle))
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        result = await self.memory.recall(**self._kwargs(query_bundle))
+        kwargs = self._kwargs(query_bundle)
+        try:
+            result = await self.memory.recall(**kwargs)
+        except StoreClosedError:
+            raise  # the caller's own mistake, not an outage
+        except (EngineError, EmbeddingError):
+            if self.raise_on_failure:
+                raise
+            logger.warning(
+                "episodic recall failed; returning no nodes so the caller goes on without memory",
+                exc_info=True,
+            )
+            return []
         return self._nodes(result)
 
 
