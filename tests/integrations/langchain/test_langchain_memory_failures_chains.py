@@ -22,8 +22,8 @@ import warnings
 from collections.abc import Iterator
 
 import pytest
-from episodex import EpisodicMemory, open_engine
-from episodex.testing import FailingEngine, HashEmbedder
+from episodex import EpisodicMemory
+from episodex.testing import FailingEngine
 from langchain_classic.chains import ConversationChain
 from langchain_core._api import LangChainDeprecationWarning
 from langchain_core.messages import AIMessage
@@ -37,18 +37,6 @@ from langchain_episodex import (
 from lc_fakes import RecordingChatModel
 
 AGENT = "assistant"
-
-
-@pytest.fixture
-def broken() -> Iterator[tuple[EpisodicMemory, FailingEngine]]:
-    inner = open_engine(location=":memory:")
-    wrapper = FailingEngine(inner)
-    memory = EpisodicMemory(engine=wrapper, embedder=HashEmbedder(), splade=False)
-    try:
-        yield memory, wrapper
-    finally:
-        memory.close()
-        inner.close()
 
 
 @pytest.fixture(autouse=True)
@@ -75,9 +63,9 @@ def _failures(caplog: pytest.LogCaptureFixture) -> list[str]:
 
 
 def test_a_classic_chain_answers_when_memory_fails(
-    broken: tuple[EpisodicMemory, FailingEngine], caplog: pytest.LogCaptureFixture
+    failing: tuple[EpisodicMemory, FailingEngine], caplog: pytest.LogCaptureFixture
 ) -> None:
-    memory, engine = broken
+    memory, engine = failing
     chat = EpisodicConversationMemory(
         memory=memory, user_id=_user(), agent_id=AGENT, conversation_id="c1"
     )
@@ -93,9 +81,9 @@ def test_a_classic_chain_answers_when_memory_fails(
 
 
 async def test_a_classic_chain_answers_when_memory_fails_async(
-    broken: tuple[EpisodicMemory, FailingEngine], caplog: pytest.LogCaptureFixture
+    failing: tuple[EpisodicMemory, FailingEngine], caplog: pytest.LogCaptureFixture
 ) -> None:
-    memory, engine = broken
+    memory, engine = failing
     chat = EpisodicConversationMemory(
         memory=memory, user_id=_user(), agent_id=AGENT, conversation_id="c1"
     )
@@ -112,9 +100,9 @@ async def test_a_classic_chain_answers_when_memory_fails_async(
 
 
 async def test_an_lcel_chain_answers_when_recall_fails(
-    broken: tuple[EpisodicMemory, FailingEngine], caplog: pytest.LogCaptureFixture
+    failing: tuple[EpisodicMemory, FailingEngine], caplog: pytest.LogCaptureFixture
 ) -> None:
-    memory, engine = broken
+    memory, engine = failing
     prompt = PromptTemplate.from_template("Memory:\n{recalled_episodes}\nHuman: {question}")
     recall = recall_episodes(memory, input_key="question", user_id=_user(), agent_id=AGENT)
     model = _model("Monday.", "Tuesday.")
@@ -129,9 +117,9 @@ async def test_an_lcel_chain_answers_when_recall_fails(
 
 
 async def test_the_memory_tool_answers_when_recall_fails(
-    broken: tuple[EpisodicMemory, FailingEngine], caplog: pytest.LogCaptureFixture
+    failing: tuple[EpisodicMemory, FailingEngine], caplog: pytest.LogCaptureFixture
 ) -> None:
-    memory, engine = broken
+    memory, engine = failing
     tool = create_memory_search_tool(memory, user_id=_user(), agent_id=AGENT)
     engine.reads = engine.writes = True
     answer = tool.invoke({"query": "refund"})

@@ -8,7 +8,6 @@ The engine here is the real in-RAM qdrant-client one, made to fail by `FailingEn
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,6 @@ from episodex import (
     EpisodicMemory,
     StoreClosedError,
     ValidationError,
-    open_engine,
 )
 from episodex.testing import FailingEngine, HashEmbedder
 from langchain_core.documents import Document
@@ -28,16 +26,6 @@ from langchain_episodex import EpisodicRetriever
 from lc_fakes import RecordingChatModel
 
 AGENT = "support"
-
-
-@pytest.fixture
-def failing() -> Iterator[tuple[EpisodicMemory, FailingEngine]]:
-    engine = FailingEngine(open_engine(location=":memory:"))
-    memory = EpisodicMemory(engine=engine, embedder=HashEmbedder(), splade=False)
-    try:
-        yield memory, engine
-    finally:
-        memory.close()
 
 
 def _format(docs: list[Document]) -> str:

@@ -9,7 +9,6 @@ failure and gives no lessons block. The engine is the real in-RAM one, made to f
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,9 +16,8 @@ from episodex import (
     EpisodicMemory,
     ProgrammaticGrader,
     StepLessonMemory,
-    open_engine,
 )
-from episodex.testing import FailingEngine, HashEmbedder
+from episodex.testing import FailingEngine
 from llama_index.core.agent.workflow import FunctionAgent
 from llama_index.core.memory import Memory
 from llama_index.memory.episodex import LessonsMemoryBlock, offline_tokenizer
@@ -34,29 +32,17 @@ PAGE = {"url": "https://helpdesk.example/tickets/7", "elements": ["[12] button '
 TASK = "Set the priority of ticket 7 to High"
 
 
-@pytest.fixture
-def broken() -> Iterator[tuple[EpisodicMemory, FailingEngine]]:
-    inner = open_engine(location=":memory:")
-    wrapper = FailingEngine(inner)
-    memory = EpisodicMemory(engine=wrapper, embedder=HashEmbedder(), splade=False)
-    try:
-        yield memory, wrapper
-    finally:
-        memory.close()
-        inner.close()
-
-
 async def block_text(lessons: StepLessonMemory) -> str:
     return await LessonsMemoryBlock(lessons=lessons, current_env=PAGE).aget([])
 
 
 async def test_an_agent_answers_when_the_lessons_cannot_be_read(
-    broken: tuple[EpisodicMemory, FailingEngine],
+    failing: tuple[EpisodicMemory, FailingEngine],
     make_llm: Any,
     chat_engine: AsyncEngine,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    memory, engine = broken
+    memory, engine = failing
     lessons = StepLessonMemory.from_memory(
         memory, grader=ProgrammaticGrader(expected_actions=["click('12')"])
     )

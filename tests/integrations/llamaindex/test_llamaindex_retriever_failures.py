@@ -7,24 +7,13 @@ built on it. The engine is the real in-RAM qdrant-client one, made to fail by `F
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 
 import pytest
-from episodex import EngineUnavailableError, EpisodicMemory, open_engine
-from episodex.testing import FailingEngine, HashEmbedder
+from episodex import EngineUnavailableError, EpisodicMemory
+from episodex.testing import FailingEngine
 from llama_index.core.llms import MockLLM
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.memory.episodex import EpisodicRetriever
-
-
-@pytest.fixture
-def failing() -> Iterator[tuple[EpisodicMemory, FailingEngine]]:
-    engine = FailingEngine(open_engine(location=":memory:"))
-    memory = EpisodicMemory(engine=engine, embedder=HashEmbedder(), splade=False)
-    try:
-        yield memory, engine
-    finally:
-        memory.close()
 
 
 async def test_a_query_engine_still_answers_when_recall_fails(
