@@ -246,8 +246,6 @@ class EpisodeStore:
         the writes come after the last one.
         """
         explicit = any(ep.point_id is not None for ep in parsed)
-        if explicit:
-            self._refuse_foreign(parsed)  # before embedding anything; checked again below
         packed: list[_Packed] = []
         for start in range(0, len(parsed), batch_size):
             packed.extend(self._packed(parsed[start : start + batch_size]))
@@ -262,8 +260,13 @@ class EpisodeStore:
                 return self.successor.write_all(parsed, batch_size=batch_size)
             if explicit:
                 # Checking owners and writing must not interleave with another writer
-                # claiming the same id for someone else.
-                self._refuse_foreign(parsed)
+                # claiming the same id for someone else. (Checked here only: every write of
+                # the recorder has an explicit id, so a check before embedding would read
+                # the engine twice per turn to fail faster in a rare case.)
+                foreign = self.foreign_ids(parsed)
+                if foreign:
+                    position, why = min(foreign.items())
+                    raise ValidationError(f"episode {position}: {why}")
             # One engine write is atomic; several are made so by taking back the earlier ones.
             several = len(parsed) > batch_size
             replaced = self._stored(parsed) if explicit and several else {}
@@ -286,12 +289,6 @@ class EpisodeStore:
                     self._take_back(ids, replaced, exc)
                 raise
         return ids
-
-    def _refuse_foreign(self, parsed: Sequence[ConversationEpisode]) -> None:
-        foreign = self.foreign_ids(parsed)
-        if foreign:
-            position, why = min(foreign.items())
-            raise ValidationError(f"episode {position}: {why}")
 
     def _stored(self, episodes: Sequence[ConversationEpisode]) -> dict[str, Hit]:
         """The stored points that episodes with explicit ids would replace."""
