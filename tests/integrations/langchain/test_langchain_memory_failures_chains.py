@@ -18,14 +18,11 @@ from __future__ import annotations
 
 import logging
 import uuid
-import warnings
-from collections.abc import Iterator
 
 import pytest
 from episodex import EpisodicMemory
 from episodex.testing import FailingEngine
 from langchain_classic.chains import ConversationChain
-from langchain_core._api import LangChainDeprecationWarning
 from langchain_core.messages import AIMessage
 from langchain_core.prompts import PromptTemplate
 from langchain_core.runnables import RunnablePassthrough
@@ -39,11 +36,10 @@ from lc_fakes import RecordingChatModel
 AGENT = "assistant"
 
 
-@pytest.fixture(autouse=True)
-def _classic_chains_are_deprecated() -> Iterator[None]:
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", category=LangChainDeprecationWarning)
-        yield
+# The classic chains are deprecated upstream; these tests cover the users who still run them.
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::langchain_core._api.deprecation.LangChainDeprecationWarning"
+)
 
 
 def _model(*answers: str) -> RecordingChatModel:
