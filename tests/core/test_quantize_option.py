@@ -87,8 +87,17 @@ async def test_a_quantized_store_keeps_only_the_int8_copies_in_memory(
             config["hnsw_config"].get("memory"),
             config.get("id_tracker_memory"),
         ]
+        # The payload indexes too (user, agent, conversation, flows, tools, timestamps).
+        fields: list[Any] = [
+            field if isinstance(field, dict) else {"type": field}
+            for p in sorted((tmp_path / f"q{quantize}").rglob("payload_index/config.json"))
+            for field in json.loads(p.read_text())["indexed_fields"].values()
+        ]
+        assert len(fields) >= 7, fields
         if quantize:
             assert placed and all(m == "cold" for m in placed), config
             assert config["quantization_config"]["scalar"]["memory"] == "cached"
+            assert all(f.get("memory") == "cold" for f in fields), fields
         else:
             assert not any(placed), config
+            assert not any(f.get("memory") for f in fields), fields
