@@ -81,7 +81,7 @@ def run(python: str, texts: Path) -> dict[str, float]:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     p.add_argument("--episodes", type=int, default=4325)
     p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--before-python", default=None, help="interpreter with the code to compare")
