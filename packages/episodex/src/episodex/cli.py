@@ -399,9 +399,21 @@ async def _export(args: argparse.Namespace, mem: EpisodicMemory) -> None:
         else:
             sys.stderr.write(f"exported {n} episode(s) to {args.output}\n")
         return
-    # The records are the output (JSONL whether or not --json was given).
-    await mem.export(sys.stdout, **where)
+    # The records are the output (JSONL whether or not --json was given), in UTF-8 as the
+    # file export and `import` are: a terminal encoding without some character would cut the
+    # export short at the first episode holding it.
     sys.stdout.flush()
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:  # a text stream put in place of stdout (an embedding program, a test)
+        await mem.export(sys.stdout, **where)
+        sys.stdout.flush()
+        return
+    out = io.TextIOWrapper(buffer, encoding="utf-8", newline="\n", write_through=True)
+    try:
+        await mem.export(out, **where)
+        out.flush()
+    finally:
+        out.detach()  # stdout's buffer stays open for the interpreter's final flush
 
 
 async def _forget(args: argparse.Namespace, mem: EpisodicMemory) -> None:
