@@ -26,7 +26,18 @@ def test_export_to_stdout_is_whole_utf8_jsonl(tmp_path: Path, encoding: str) -> 
         args = ["--path", store, "add", "--user", "u", "--agent", "a", "--conversation", f"c{n}"]
         assert main([*args, "--short", short, "--long", f"{short} (long)"]) == 0
     proc = subprocess.run(
-        [sys.executable, "-m", "episodex", "--path", store, "export", "--user", "u", "--agent", "a"],
+        [
+            sys.executable,
+            "-m",
+            "episodex",
+            "--path",
+            store,
+            "export",
+            "--user",
+            "u",
+            "--agent",
+            "a",
+        ],
         capture_output=True,
         env={**os.environ, "PYTHONIOENCODING": encoding},
         timeout=300,

@@ -48,7 +48,10 @@ async def test_the_same_numeric_id_in_two_tenants_exports_stores_both(tmp_path: 
             "ticket-7", user_id="alice", agent_id="web"
         )
         bob = await lessons.load_all_memories_for_session("ticket-7", user_id="bob", agent_id="web")
-        assert sorted(m.internal_state for m in alice) == ["alice's first run", "alice's second run"]
+        assert sorted(m.internal_state for m in alice) == [
+            "alice's first run",
+            "alice's second run",
+        ]
         assert [m.internal_state for m in bob] == ["bob's first run"]
         assert all(m.metadata["original_id"] == 1 for m in [*alice, *bob])
         # Importing a file again replaces its steps instead of doubling them.
