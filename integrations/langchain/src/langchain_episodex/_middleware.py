@@ -14,6 +14,7 @@ from episodex import (
     LLMCallable,
     MemoryScope,
     RecorderStats,
+    SyncStepLessonMemory,
     run_sync,
 )
 from episodex import EpisodicMemory as CoreMemory
@@ -61,11 +62,13 @@ StateGetter = Callable[[Mapping[str, Any], Runtime[Any]], str]
 class LessonSource(Protocol):
     """Where `mode="lessons"` gets its block: episodex's `StepLessonMemory` fits this.
 
-    The lesson lifecycle (`init_episode`, recording steps, `end_episode`) stays with the
-    application; the middleware only asks for the block of the current state.
+    So does its `SyncStepLessonMemory`: a synchronous `lessons_block` is called in the thread
+    that runs the model call. The lesson lifecycle (`init_episode`, recording steps,
+    `end_episode`) stays with the application; the middleware only asks for the block of the
+    current state.
     """
 
-    async def lessons_block(self, current_env: Any, current_state: str) -> str:
+    def lessons_block(self, current_env: Any, current_state: str) -> Awaitable[str] | str:
         """The REPEAT/AVOID block for the current page and internal state (`""` for none)."""
         ...
 
@@ -205,7 +208,7 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         recall_options: Mapping[str, Any] | None = None,
         record: bool = True,
         reflection_model: BaseLanguageModel[Any] | LLMCallable | None = None,
-        lessons: LessonSource | None = None,
+        lessons: LessonSource | SyncStepLessonMemory | None = None,
         env: EnvGetter | None = None,
         current_state: StateGetter | None = None,
         deferred: bool = False,
@@ -226,10 +229,12 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
             if lessons is not None or env is not None or current_state is not None:
                 raise ConfigurationError("lessons=, env= and current_state= are for mode='lessons'")
         else:
-            if not isinstance(lessons, LessonSource):
+            if not isinstance(lessons, SyncStepLessonMemory) and not isinstance(
+                lessons, LessonSource
+            ):
                 raise ConfigurationError(
                     "mode='lessons' needs lessons=, an object with "
-                    f"`async lessons_block(current_env, current_state)`; got {type(lessons).__name__}"
+                    f"`lessons_block(current_env, current_state)`; got {type(lessons).__name__}"
                 )
             if env is None or not callable(env):
                 raise ConfigurationError(
@@ -413,9 +418,12 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         assert self.lessons is not None and self._env is not None  # checked in __init__
         try:
             env = self._env(request.state, request.runtime)
-            return await self.lessons.lessons_block(
+            block = self.lessons.lessons_block(
                 env, self._current_state(request.state, request.runtime)
             )
+            # A synchronous source (a SyncStepLessonMemory) has answered already; awaiting
+            # its text would fail every call and the agent would never see a lesson.
+            return block if isinstance(block, str) else await block
         except Exception as exc:
             self._recall_failed(exc)
             return ""
