@@ -89,6 +89,25 @@ def _run_start(messages: Sequence[AnyMessage]) -> int:
     return 0
 
 
+def _run_position(messages: Sequence[AnyMessage], run: Mapping[str, Any]) -> int | None:
+    """Where the run's messages start in the history at its end; None if they left it.
+
+    Found by message id: a middleware that summarises or trims the history (LangChain's
+    `SummarizationMiddleware`) shortens it during the run, so the position the run started
+    at may name other messages, or none, by the end.
+    """
+    first, before = run.get("first_id"), run.get("before_id")
+    if first is None and before is None:
+        # Messages without ids (or a run begun by an older version): positions are all we have.
+        return min(int(run["start"]), len(messages))
+    ids = [message.id for message in messages]
+    if first is not None and first in ids:
+        return ids.index(first)
+    if before is not None and before in ids:
+        return ids.index(before) + 1
+    return None
+
+
 def _with_block(system: SystemMessage | None, block: str) -> SystemMessage:
     if system is None:
         return SystemMessage(content=block)
@@ -345,6 +364,9 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         start = _run_start(messages)
         run = {
             "start": start,
+            # The run's first message and the one before it, to find the run again at its end.
+            "first_id": messages[start].id if start < len(messages) else None,
+            "before_id": messages[start - 1].id if start else None,
             "conversation_id": scope.conversation_id,
             "user_id": scope.user_id,
             "agent_id": scope.agent_id,
@@ -463,7 +485,14 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         if self.recorder is None or run is None:
             return
         messages: list[AnyMessage] = state["messages"]
-        start = min(int(run["start"]), len(messages))
+        start = _run_position(messages, run)
+        if start is None:
+            logger.warning(
+                "the run of conversation %r is not recorded: its messages left the history "
+                "before it ended (a middleware that summarises or trims it?)",
+                run["conversation_id"],
+            )
+            return
         ran = messages[start:]
         if not _last_text(ran, HumanMessage).strip():
             return  # nothing the user asked: nothing to recall the run by
