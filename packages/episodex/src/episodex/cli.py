@@ -402,18 +402,18 @@ async def _export(args: argparse.Namespace, mem: EpisodicMemory) -> None:
     # The records are the output (JSONL whether or not --json was given), in UTF-8 as the
     # file export and `import` are: a terminal encoding without some character would cut the
     # export short at the first episode holding it.
-    sys.stdout.flush()
-    buffer = getattr(sys.stdout, "buffer", None)
-    if buffer is None:  # a text stream put in place of stdout (an embedding program, a test)
-        await mem.export(sys.stdout, **where)
-        sys.stdout.flush()
+    stdout = sys.stdout
+    if not isinstance(stdout, io.TextIOWrapper):  # a stream put in place of stdout
+        await mem.export(stdout, **where)
+        stdout.flush()
         return
-    out = io.TextIOWrapper(buffer, encoding="utf-8", newline="\n", write_through=True)
+    encoding, errors = stdout.encoding, stdout.errors
+    stdout.reconfigure(encoding="utf-8", errors="strict")
     try:
-        await mem.export(out, **where)
-        out.flush()
+        await mem.export(stdout, **where)
+        stdout.flush()
     finally:
-        out.detach()  # stdout's buffer stays open for the interpreter's final flush
+        stdout.reconfigure(encoding=encoding, errors=errors)
 
 
 async def _forget(args: argparse.Namespace, mem: EpisodicMemory) -> None:
