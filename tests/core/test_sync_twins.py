@@ -152,7 +152,9 @@ def test_a_twin_forwards_every_public_attribute(embedder: Embedder) -> None:
             for name in names:
                 assert getattr(lessons, name) == getattr(inner, name), name
             lessons.init_episode("s", user_id="u", agent_id="a")
-            assert lessons.episode is inner.episode and lessons.episode is not None
+            # The attempt is the twin's thread's: seen from its context, not from any other.
+            assert lessons.episode is lessons.in_thread_context(lambda: inner.episode)
+            assert lessons.episode is not None and inner.episode is None
         finally:
             lessons.close()
 

@@ -14,6 +14,7 @@ from episodex import (
     LLMCallable,
     MemoryScope,
     RecorderStats,
+    SyncStepLessonMemory,
     run_sync,
 )
 from episodex import EpisodicMemory as CoreMemory
@@ -61,11 +62,13 @@ StateGetter = Callable[[Mapping[str, Any], Runtime[Any]], str]
 class LessonSource(Protocol):
     """Where `mode="lessons"` gets its block: episodex's `StepLessonMemory` fits this.
 
-    The lesson lifecycle (`init_episode`, recording steps, `end_episode`) stays with the
-    application; the middleware only asks for the block of the current state.
+    So does its `SyncStepLessonMemory`: a synchronous `lessons_block` is called in the thread
+    that runs the model call. The lesson lifecycle (`init_episode`, recording steps,
+    `end_episode`) stays with the application; the middleware only asks for the block of the
+    current state.
     """
 
-    async def lessons_block(self, current_env: Any, current_state: str) -> str:
+    def lessons_block(self, current_env: Any, current_state: str) -> Awaitable[str] | str:
         """The REPEAT/AVOID block for the current page and internal state (`""` for none)."""
         ...
 
@@ -84,6 +87,25 @@ def _run_start(messages: Sequence[AnyMessage]) -> int:
         if isinstance(messages[index], AIMessage):
             return index + 1
     return 0
+
+
+def _run_position(messages: Sequence[AnyMessage], run: Mapping[str, Any]) -> int | None:
+    """Where the run's messages start in the history at its end; None if they left it.
+
+    Found by message id: a middleware that summarises or trims the history (LangChain's
+    `SummarizationMiddleware`) shortens it during the run, so the position the run started
+    at may name other messages, or none, by the end.
+    """
+    first, before = run.get("first_id"), run.get("before_id")
+    if first is None and before is None:
+        # Messages without ids (or a run begun by an older version): positions are all we have.
+        return min(int(run["start"]), len(messages))
+    ids = [message.id for message in messages]
+    if first is not None and first in ids:
+        return ids.index(first)
+    if before is not None and before in ids:
+        return ids.index(before) + 1
+    return None
 
 
 def _with_block(system: SystemMessage | None, block: str) -> SystemMessage:
@@ -205,7 +227,7 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         recall_options: Mapping[str, Any] | None = None,
         record: bool = True,
         reflection_model: BaseLanguageModel[Any] | LLMCallable | None = None,
-        lessons: LessonSource | None = None,
+        lessons: LessonSource | SyncStepLessonMemory | None = None,
         env: EnvGetter | None = None,
         current_state: StateGetter | None = None,
         deferred: bool = False,
@@ -226,10 +248,12 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
             if lessons is not None or env is not None or current_state is not None:
                 raise ConfigurationError("lessons=, env= and current_state= are for mode='lessons'")
         else:
-            if not isinstance(lessons, LessonSource):
+            if not isinstance(lessons, SyncStepLessonMemory) and not isinstance(
+                lessons, LessonSource
+            ):
                 raise ConfigurationError(
                     "mode='lessons' needs lessons=, an object with "
-                    f"`async lessons_block(current_env, current_state)`; got {type(lessons).__name__}"
+                    f"`lessons_block(current_env, current_state)`; got {type(lessons).__name__}"
                 )
             if env is None or not callable(env):
                 raise ConfigurationError(
@@ -340,6 +364,9 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         start = _run_start(messages)
         run = {
             "start": start,
+            # The run's first message and the one before it, to find the run again at its end.
+            "first_id": messages[start].id if start < len(messages) else None,
+            "before_id": messages[start - 1].id if start else None,
             "conversation_id": scope.conversation_id,
             "user_id": scope.user_id,
             "agent_id": scope.agent_id,
@@ -413,9 +440,12 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         assert self.lessons is not None and self._env is not None  # checked in __init__
         try:
             env = self._env(request.state, request.runtime)
-            return await self.lessons.lessons_block(
+            block = self.lessons.lessons_block(
                 env, self._current_state(request.state, request.runtime)
             )
+            # A synchronous source (a SyncStepLessonMemory) has answered already; awaiting
+            # its text would fail every call and the agent would never see a lesson.
+            return block if isinstance(block, str) else await block
         except Exception as exc:
             self._recall_failed(exc)
             return ""
@@ -455,7 +485,14 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         if self.recorder is None or run is None:
             return
         messages: list[AnyMessage] = state["messages"]
-        start = min(int(run["start"]), len(messages))
+        start = _run_position(messages, run)
+        if start is None:
+            logger.warning(
+                "the run of conversation %r is not recorded: its messages left the history "
+                "before it ended (a middleware that summarises or trims it?)",
+                run["conversation_id"],
+            )
+            return
         ran = messages[start:]
         if not _last_text(ran, HumanMessage).strip():
             return  # nothing the user asked: nothing to recall the run by

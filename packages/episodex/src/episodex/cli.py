@@ -399,9 +399,21 @@ async def _export(args: argparse.Namespace, mem: EpisodicMemory) -> None:
         else:
             sys.stderr.write(f"exported {n} episode(s) to {args.output}\n")
         return
-    # The records are the output (JSONL whether or not --json was given).
-    await mem.export(sys.stdout, **where)
-    sys.stdout.flush()
+    # The records are the output (JSONL whether or not --json was given), in UTF-8 as the
+    # file export and `import` are: a terminal encoding without some character would cut the
+    # export short at the first episode holding it.
+    stdout = sys.stdout
+    if not isinstance(stdout, io.TextIOWrapper):  # a stream put in place of stdout
+        await mem.export(stdout, **where)
+        stdout.flush()
+        return
+    encoding, errors = stdout.encoding, stdout.errors
+    stdout.reconfigure(encoding="utf-8", errors="strict")
+    try:
+        await mem.export(stdout, **where)
+        stdout.flush()
+    finally:
+        stdout.reconfigure(encoding=encoding, errors=errors)
 
 
 async def _forget(args: argparse.Namespace, mem: EpisodicMemory) -> None:

@@ -99,7 +99,7 @@ def _time(value: object) -> object:
     return value
 
 
-def _point_id(value: object, metadata: dict[str, Any]) -> str | None:
+def _point_id(value: object, data: Mapping[str, Any], metadata: dict[str, Any]) -> str | None:
     if value is None:
         return None
     if isinstance(value, str):
@@ -109,9 +109,13 @@ def _point_id(value: object, metadata: dict[str, Any]) -> str | None:
             pass
     elif not isinstance(value, int) or isinstance(value, bool):
         raise ValidationError(f"id must be a number or a string, got {value!r}")
-    # Stored points are keyed by UUID: derive one, and keep the original id beside it.
+    # Stored points are keyed by UUID: derive one, and keep the original id beside it. The
+    # original numbered steps per database, so every user's (and run's) export has an id 1:
+    # the UUID comes from the step's tenant and run too, or the second import of an id 1
+    # would be refused as another user's, or replace another run's step.
     metadata.setdefault("original_id", value)
-    return str(uuid.uuid5(_ID_NAMESPACE, str(value)))
+    owner = [data.get(name) for name in ("user_id", "agent_id", "session_id", "run_id")]
+    return str(uuid.uuid5(_ID_NAMESPACE, json.dumps([*owner, str(value)], default=str)))
 
 
 def from_camel(
@@ -141,15 +145,16 @@ def from_camel(
         raise ValidationError(f"metadata must be a JSON object, got {data['metadata']!r}")
     if unknown:
         metadata.setdefault("imported", unknown)
-    point_id = _point_id(data.pop("id", None), metadata)
-    if point_id is not None:
-        data["id"] = point_id
+    original_id = data.pop("id", None)
     for name in _IDS:
         if name in data:
             data[name] = _id_text(name, data[name])
     for name, given in (("user_id", user_id), ("agent_id", agent_id)):
         if data.get(name) is None and given is not None:
             data[name] = given
+    point_id = _point_id(original_id, data, metadata)
+    if point_id is not None:
+        data["id"] = point_id
     for name in ("env_pre", "env_post"):
         if data.get(name) is not None:
             data[name] = _env(name, data[name])

@@ -189,14 +189,11 @@ class StepLessonMemory:
         return sorted(steps.values(), key=lambda m: m.step_num)
 
     def _current_run(self) -> str | None:
+        # Only the attempt this task (or thread) started: a call from elsewhere passes its
+        # Attempt. Falling back to "the only open attempt" gave a request that skipped
+        # init_episode the attempt, and the lessons, of whichever user had one open.
         run = self._current.get()
-        if run is not None and run in self._attempts:
-            return run
-        # A caller outside the task that started the attempt (e.g. a callback): unambiguous
-        # only while a single attempt is open.
-        if len(self._attempts) == 1 and run is None:
-            return next(iter(self._attempts))
-        return None
+        return run if run is not None and run in self._attempts else None
 
     def _require_episode(self, attempt: Attempt | None = None) -> Attempt:
         if attempt is not None:

@@ -125,7 +125,8 @@ def import_memories(
 
     JSON in the original camelCase schema (`stepId`, `envPre`, `createdAt`, a numeric `id`,
     states as JSON text) is read too, record by record: a numeric id becomes a UUID derived
-    from it and is kept as `metadata["original_id"]`, keys the schema does not know are kept
+    from it and the step's user, agent, session and run (so two exports' id 1 never meet)
+    and is kept as `metadata["original_id"]`, keys the schema does not know are kept
     under `metadata["imported"]`, and `createdAt` may be ISO text or epoch seconds or
     milliseconds. Nothing is stored: pass the result to `StepLessonMemory.store_memories`.
 

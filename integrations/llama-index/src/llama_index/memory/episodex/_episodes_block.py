@@ -62,6 +62,11 @@ def _exchange_end(messages: list[ChatMessage]) -> int:
     return 0
 
 
+def _fingerprint(message: ChatMessage) -> int:
+    """A message as the block records it (role, text, tools called), hashed."""
+    return hash(message_lines([message])[0])
+
+
 class EpisodicMemoryBlock(BaseMemoryBlock[str]):
     """Long-term episodic memory for LlamaIndex agents, as a `Memory` block.
 
@@ -146,6 +151,9 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
     # from the session's first message.
     _positions: dict[str, list[int]] = PrivateAttr(default_factory=dict[str, list[int]])
     _recorder: EpisodeRecorder | None = PrivateAttr(default=None)
+    # Per session: a fingerprint of each recorded message still in short-term memory, oldest
+    # first, to notice a history replaced behind the block's back (`Memory.areset()`).
+    _kept: dict[str, list[int]] = PrivateAttr(default_factory=dict[str, list[int]])
     # Per session: flushed messages whose exchange had not ended yet (recorded with its end).
     _held: dict[str, list[ChatMessage]] = PrivateAttr(default_factory=dict[str, list[ChatMessage]])
 
@@ -288,9 +296,48 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
         elif cut:
             self._held[conversation] = []
 
-    async def _record_complete(self, messages: list[ChatMessage], conversation: str) -> None:
-        """Record the complete exchanges of the short-term history not yet recorded."""
-        await self._record_upto(conversation, messages, whole=False, leaving=False)
+    async def _record_complete(
+        self, messages: list[ChatMessage], conversation: str, *, whole: bool = False
+    ) -> None:
+        """Record the complete exchanges (`whole`: all) of the short-term history not yet recorded."""
+        self._check_history(conversation, messages, leaving=False)
+        flushed, recorded = self._position(conversation)
+        held = len(self._held.get(conversation, []))
+        await self._record_upto(conversation, messages, whole=whole, leaving=False)
+        # The held messages, recorded first, had left short-term memory; the others are in it.
+        added = self._position(conversation)[1] - recorded - held
+        skip = max(recorded - flushed, 0)
+        kept = self._kept.setdefault(conversation, [])
+        kept.extend(_fingerprint(m) for m in messages[skip : skip + max(added, 0)])
+
+    def _check_history(
+        self, conversation: str, messages: list[ChatMessage], *, leaving: bool
+    ) -> None:
+        """Notice a short-term history that no longer starts with the messages recorded.
+
+        The block skips the recorded messages at the start of the history by count. After
+        `Memory.areset()` (or any replaced history) those are gone, and skipping as many new
+        ones would lose them: the recorded ones are then counted as having left.
+
+        Args:
+            conversation: The session.
+            messages: The whole short-term history, or the oldest messages leaving it.
+            leaving: Whether `messages` are the oldest messages, leaving it.
+        """
+        kept = self._kept.get(conversation, [])
+        if not kept:
+            return
+        seen = [_fingerprint(m) for m in messages[: len(kept)]]
+        if seen == kept[: len(seen)] and (len(seen) == len(kept) or leaving):
+            return
+        logger.info(
+            "the short-term history of conversation %r was replaced (Memory.areset?): its "
+            "new messages are recorded from the start",
+            conversation,
+        )
+        position = self._position(conversation)
+        position[0] = max(position[0], position[1])
+        kept.clear()
 
     async def aput(
         self,
@@ -334,7 +381,9 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
     async def _flushed(self, messages: list[ChatMessage], conversation: str) -> None:
         # Complete exchanges are recorded at once; the start of an exchange whose answer is
         # still in short-term memory is held until it ends, so one exchange stays one episode.
+        self._check_history(conversation, messages, leaving=True)
         await self._record_upto(conversation, messages, whole=False, leaving=True)
+        del self._kept.setdefault(conversation, [])[: len(messages)]
         position = self._position(conversation)
         position[0] += len(messages)
         position[1] = max(position[1], position[0] - len(self._held.get(conversation, [])))
@@ -355,7 +404,7 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
         from llama_index.core.storage.chat_store.base_db import MessageStatus
 
         active: list[ChatMessage] = await memory.aget_all(status=MessageStatus.ACTIVE)
-        await self._record_upto(conversation, active, whole=True, leaving=False)
+        await self._record_complete(active, conversation, whole=True)
         await self.recorder.flush()
         return self.recorder.stats()
 

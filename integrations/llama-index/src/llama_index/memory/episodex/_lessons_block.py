@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from llama_index.core.base.llms.types import ChatMessage
@@ -12,6 +12,8 @@ from llama_index.memory.episodex._checks import configuration_errors
 from llama_index.memory.episodex._messages import latest_user_text
 from pydantic import Field
 
+from episodex import SyncStepLessonMemory
+
 __all__ = ["LessonSource", "LessonsMemoryBlock"]
 
 logger = logging.getLogger(__name__)
@@ -19,9 +21,13 @@ logger = logging.getLogger(__name__)
 
 @runtime_checkable
 class LessonSource(Protocol):
-    """What the block reads lessons from: `episodex.StepLessonMemory` is one."""
+    """What the block reads lessons from: `episodex.StepLessonMemory` is one.
 
-    async def lessons_block(self, current_env: Any, current_state: str) -> str:
+    So is `episodex.SyncStepLessonMemory`: a synchronous `lessons_block` is called in the
+    thread that reads `Memory` (where its attempt in progress was started).
+    """
+
+    def lessons_block(self, current_env: Any, current_state: str) -> Awaitable[str] | str:
         """The REPEAT/AVOID block for this page and agent state, `""` when there is none."""
         ...
 
@@ -68,7 +74,7 @@ class LessonsMemoryBlock(BaseMemoryBlock[str]):
     """The tag the block gets inside `<memory>`."""
     accept_short_term_memory: bool = Field(default=False)
     """Lessons come from graded steps, not from flushed chat messages."""
-    lessons: LessonSource = Field(exclude=True)
+    lessons: LessonSource | SyncStepLessonMemory = Field(exclude=True)
     """The step-lesson memory (`episodex.StepLessonMemory`), with its attempt initialised."""
     current_env: Any = Field(default=None, exclude=True)
     """The page the agent sees now (`EnvState` or a mapping of its fields); None: no lessons."""
@@ -91,7 +97,10 @@ class LessonsMemoryBlock(BaseMemoryBlock[str]):
             return ""
         state = current_state if current_state is not None else latest_user_text(messages)
         try:
-            return await self.lessons.lessons_block(env, state)
+            block = self.lessons.lessons_block(env, state)
+            # A synchronous source (a SyncStepLessonMemory) has answered already; awaiting
+            # its text would fail every read and the agent would never see a lesson.
+            return block if isinstance(block, str) else await block
         except Exception:
             # `Memory.aget` runs before every LLM call: an error here would end the agent's run.
             logger.warning("lesson retrieval failed; answering without lessons", exc_info=True)
