@@ -7,40 +7,27 @@ a warning, and the agent never saw a lesson. A synchronous source is now called 
 
 from __future__ import annotations
 
-import uuid
+from typing import Any
 
-from episodex import EpisodicMemory, ProgrammaticGrader, StepLessonMemory, SyncStepLessonMemory
+from episodex import SyncStepLessonMemory
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_episodex import EpisodicMemoryMiddleware
 from lc_fakes import RecordingChatModel
 
-PAGE = {
-    "url": "https://desk.example/tickets/7",
-    "elements": ["[12] button 'Priority'", "[13] link 'Close'"],
-}
-TASK = "raise the priority"
 
+def test_a_sync_lesson_memory_reaches_the_model(
+    second_attempt: tuple[SyncStepLessonMemory, dict[str, Any], str],
+) -> None:
+    lessons, page, task = second_attempt
+    expected = lessons.lessons_block(page, task)
+    assert "AVOID" in expected
 
-def test_a_sync_lesson_memory_reaches_the_model(memory: EpisodicMemory) -> None:
-    user = f"user-{uuid.uuid4().hex}"
-    grader = ProgrammaticGrader(expected_actions=["click('12')"])
-    lessons = SyncStepLessonMemory(StepLessonMemory.from_memory(memory, grader=grader))
-    try:
-        lessons.init_episode("ticket-7", user_id=user, agent_id="web", task=TASK)
-        lessons.record_step_start(env_pre=PAGE, internal_state="close it", action="click('13')")
-        lessons.end_episode(final_env=PAGE)
-        lessons.init_episode("ticket-7", user_id=user, agent_id="web", task=TASK)
-        expected = lessons.lessons_block(PAGE, TASK)
-        assert "AVOID" in expected
-
-        steps = EpisodicMemoryMiddleware(
-            mode="lessons", lessons=lessons, env=lambda state, runtime: PAGE
-        )
-        model = RecordingChatModel(responses=[AIMessage("Done.")], received=[])
-        create_agent(model, middleware=[steps]).invoke({"messages": [HumanMessage(TASK)]})  # pyright: ignore[reportArgumentType]
-        first = model.received[0][0]
-        assert isinstance(first, SystemMessage) and first.content == expected
-        assert steps.recall_failures == 0
-    finally:
-        lessons.close()
+    steps = EpisodicMemoryMiddleware(
+        mode="lessons", lessons=lessons, env=lambda state, runtime: page
+    )
+    model = RecordingChatModel(responses=[AIMessage("Done.")], received=[])
+    create_agent(model, middleware=[steps]).invoke({"messages": [HumanMessage(task)]})  # pyright: ignore[reportArgumentType]
+    first = model.received[0][0]
+    assert isinstance(first, SystemMessage) and first.content == expected
+    assert steps.recall_failures == 0

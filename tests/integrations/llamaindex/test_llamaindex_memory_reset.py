@@ -21,16 +21,24 @@ pytestmark = [
 ]
 
 
+def _chat(
+    memory: EpisodicMemory, user: str, engine: AsyncEngine, session: str
+) -> tuple[EpisodicMemoryBlock, Memory]:
+    """A LlamaIndex chat memory for `session` with an episodic block recording into `memory`."""
+    block = EpisodicMemoryBlock(memory=memory, user_id=user, agent_id="support")
+    chat = Memory.from_defaults(
+        session_id=session,
+        memory_blocks=[block],
+        tokenizer_fn=offline_tokenizer(),
+        async_engine=engine,
+    )
+    return block, chat
+
+
 async def test_every_turn_before_and_after_a_reset_is_stored_once(
     memory: EpisodicMemory, user: str, chat_engine: AsyncEngine
 ) -> None:
-    block = EpisodicMemoryBlock(memory=memory, user_id=user, agent_id="support")
-    chat = Memory.from_defaults(
-        session_id="chat-reset",
-        memory_blocks=[block],
-        tokenizer_fn=offline_tokenizer(),
-        async_engine=chat_engine,
-    )
+    block, chat = _chat(memory, user, chat_engine, "chat-reset")
 
     async def turn(n: int) -> None:
         await chat.aput(ChatMessage(role="user", content=f"question {n}"))
@@ -59,13 +67,7 @@ async def test_every_turn_before_and_after_a_reset_is_stored_once(
 async def test_a_reset_then_the_end_of_the_session_records_the_new_messages(
     memory: EpisodicMemory, user: str, chat_engine: AsyncEngine
 ) -> None:
-    block = EpisodicMemoryBlock(memory=memory, user_id=user, agent_id="support")
-    chat = Memory.from_defaults(
-        session_id="chat-reset-flush",
-        memory_blocks=[block],
-        tokenizer_fn=offline_tokenizer(),
-        async_engine=chat_engine,
-    )
+    block, chat = _chat(memory, user, chat_engine, "chat-reset-flush")
     for text in ("question 0", "answer 0", "question 1", "answer 1"):
         role = "user" if text.startswith("question") else "assistant"
         await chat.aput(ChatMessage(role=role, content=text))
