@@ -427,9 +427,11 @@ async def test_store_memories_imports_and_checks_dimension(
     m = StepMemory.parse({**m.model_dump(), "session_id": sid})
     await lessons.store_memories([m])
     (back,) = await lessons.load_all_memories_for_session(sid, user_id="u", agent_id="a")
+    made = {"internal_state_embedding", "embedding_model"}  # what the store fills in
     assert back.internal_state_embedding is not None and back.model_dump(
-        exclude={"internal_state_embedding"}
-    ) == m.model_dump(exclude={"internal_state_embedding"})
+        exclude=made
+    ) == m.model_dump(exclude=made)
+    assert back.embedding_model == lessons.embedder.model_id
     with pytest.raises(ValidationError, match="embedding of length 2"):
         await lessons.store_memories([memory("click('12')", "success", TICKET)])
     with pytest.raises(ValidationError, match="not a single one"):

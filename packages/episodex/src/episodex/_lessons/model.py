@@ -163,6 +163,11 @@ class StepMemory(FrozenModel):
     """When the step was recorded (naive times are taken as UTC)."""
     metadata: JsonObject = Field(default_factory=dict[str, Any])
     """Any JSON object, kept verbatim."""
+    embedding_model: StrictStr | None = None
+    """The id of the model that made `internal_state_embedding`, set when a store embeds it.
+
+    A step imported into a store with another model is embedded again: a vector of the same
+    length from another model would be compared with this store's queries all the same."""
 
     @field_validator(
         "think", "action_element_text", "outcome_reason", "correction", "task_incomplete"

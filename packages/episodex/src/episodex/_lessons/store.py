@@ -24,6 +24,13 @@ __all__ = ["COLLECTION", "LessonStore", "lesson_scope"]
 COLLECTION = "step_lessons"
 
 
+def _stale(memory: StepMemory, model: str) -> bool:
+    """Whether the step's state embedding must be made (again) by `model`."""
+    if memory.internal_state_embedding is None:
+        return True
+    return memory.embedding_model is not None and memory.embedding_model != model
+
+
 def lesson_scope(user_id: object, agent_id: object, session_id: object) -> Filter:
     """The filter every lesson operation starts from: this user, agent AND session."""
     return tenant_filter(user_id, agent_id).and_(
@@ -62,17 +69,27 @@ class LessonStore:
         return [row.tolist() for row in self.embedder.embed_documents(list(texts))]
 
     def with_embeddings(self, memories: Sequence[StepMemory]) -> list[StepMemory]:
-        missing = [m for m in memories if m.internal_state_embedding is None]
-        vectors = iter(self.embed([m.internal_state for m in missing]))
+        """The memories with this store's state embeddings.
+
+        A step without an embedding, or with one another model made (`embedding_model`: a step
+        exported from a store with another embedder, then imported), is embedded here. An
+        embedding no model claims (given by the caller, or from a file of the original design)
+        is kept if its length fits.
+        """
+        model = self.embedder.model_id
+        redo = [m for m in memories if _stale(m, model)]
+        vectors = iter(self.embed([m.internal_state for m in redo]))
         out: list[StepMemory] = []
         for memory in memories:
-            if memory.internal_state_embedding is None:
-                memory = memory.replace(internal_state_embedding=next(vectors))
-            elif len(memory.internal_state_embedding) != self.embedder.dimension:
+            if _stale(memory, model):
+                memory = memory.replace(
+                    internal_state_embedding=next(vectors), embedding_model=model
+                )
+            elif len(memory.internal_state_embedding or ()) != self.embedder.dimension:
                 raise ValidationError(
                     f"step {memory.step_id!r} has an internal_state_embedding of length "
-                    f"{len(memory.internal_state_embedding)}, but this store's embedder makes "
-                    f"{self.embedder.dimension}; clear it (None) to re-embed"
+                    f"{len(memory.internal_state_embedding or ())}, but this store's embedder "
+                    f"makes {self.embedder.dimension}; clear it (None) to re-embed"
                 )
             out.append(memory)
         return out
