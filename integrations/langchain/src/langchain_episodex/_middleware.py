@@ -500,6 +500,9 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         for message in ran:
             if isinstance(message, AIMessage):
                 tools.extend(c["name"] for c in message.tool_calls if c["name"] not in tools)
+        # Every part is summarised first and all are queued together: a run cancelled on the
+        # way (a timeout) is then recorded whole or not at all, never in part.
+        episodes: list[dict[str, Any]] = []
         for episode in run_episodes(ran, start_index=start):
             short, long = episode.short_summary, episode.long_summary
             if self._reflect is not None:
@@ -511,17 +514,20 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
             metadata: dict[str, Any] = {"source": "langchain-agent"}
             if episode.part is not None:
                 metadata.update(part=episode.part, parts=episode.parts)
-            await self.recorder.record(
-                short_summary=short,
-                long_summary=long,
-                user_id=run["user_id"],
-                agent_id=run["agent_id"],
-                conversation_id=run["conversation_id"],
-                start_index=episode.start_index,
-                end_index=episode.end_index,
-                tools_invoked=tools,
-                metadata=metadata,
+            episodes.append(
+                {
+                    "short_summary": short,
+                    "long_summary": long,
+                    "user_id": run["user_id"],
+                    "agent_id": run["agent_id"],
+                    "conversation_id": run["conversation_id"],
+                    "start_index": episode.start_index,
+                    "end_index": episode.end_index,
+                    "tools_invoked": tools,
+                    "metadata": metadata,
+                }
             )
+        await self.recorder.record_many(episodes)
 
     def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Record the finished run as one episode."""

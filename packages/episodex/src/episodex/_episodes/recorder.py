@@ -24,7 +24,7 @@ import os
 import threading
 import uuid
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -132,16 +132,25 @@ class EpisodeRecorder:
         the episode is stored, or None while it waits (deferred, or the store failed) or when
         it was rejected as invalid.
         """
-        parsed = self._prepare(episode)
-        if parsed is None:
-            return None
-        self._enqueue(parsed)
+        return (await self.record_many([episode]))[0]
+
+    async def record_many(self, episodes: Sequence[Mapping[str, Any]]) -> list[str | None]:
+        """Queue several episodes together, then write everything pending.
+
+        For the episodes of one span: all are queued before the first write, so a caller
+        cancelled while this runs (a timeout) has queued all of them, never some, and can
+        count the span as recorded. Returns each episode's point id as `record` does.
+        """
+        parsed = [self._prepare(episode) for episode in episodes]
+        for episode in parsed:
+            if episode is not None:
+                self._enqueue(episode)
         if self.deferred:
             self._idle.clear()
             self._wake.set()
-            return None
+            return [None] * len(parsed)
         stored = await self._write_pending()
-        return parsed.point_id if stored and parsed.point_id in stored else None
+        return [ep.point_id if ep is not None and ep.point_id in stored else None for ep in parsed]
 
     def note_recall_failure(self, exc: BaseException) -> None:
         """Count a recall an adapter skipped because it failed (and remember the error)."""
@@ -282,21 +291,52 @@ class EpisodeRecorder:
                 return set()
             try:
                 self.memory.store.memorize_many(batch)
+            except ValidationError:
+                # The store refused an episode it alone can judge (its point_id belongs to
+                # another user): kept, it would fail every later batch and hold back every
+                # turn after it. Each is written alone: the refused are rejected, the rest
+                # stored (or kept, if the store fails meanwhile).
+                written, rejected = self._write_each(batch)
             except Exception as exc:  # the store failed: keep everything for the next try
-                with self._lock:
-                    self._counts["write_failures"] += 1
-                    self._last_error = f"{type(exc).__name__}: {exc}"
-                logger.warning(
-                    "recording %d episode(s) failed; kept for retry: %s", len(batch), exc
-                )
+                self._write_failed(exc, len(batch))
                 return set()
-            written: set[str] = {ep.point_id for ep in batch if ep.point_id is not None}
+            else:
+                written = {ep.point_id for ep in batch if ep.point_id is not None}
+                rejected = set[str]()
             with self._lock:
-                self._counts["recorded"] += len(batch)
+                self._counts["recorded"] += len(written)
                 # By id, not by position: episodes queued or spilled meanwhile stay.
-                self._pending = deque(ep for ep in self._pending if ep.point_id not in written)
-                self._forget_spilled(written)
+                done = written | rejected
+                self._pending = deque(ep for ep in self._pending if ep.point_id not in done)
+                self._forget_spilled(done)
             return written
+
+    def _write_each(self, batch: list[ConversationEpisode]) -> tuple[set[str], set[str]]:
+        """Write episodes one by one; the ids written and the ids the store refused."""
+        written: set[str] = set()
+        rejected: set[str] = set()
+        for position, episode in enumerate(batch):
+            point_id = episode.point_id or ""  # every queued episode has its id
+            try:
+                self.memory.store.memorize_many([episode])
+            except ValidationError as exc:
+                logger.error("episode %s refused by the store, not recorded: %s", point_id, exc)
+                rejected.add(point_id)
+                with self._lock:
+                    self._counts["rejected"] += 1
+                    self._last_error = f"{type(exc).__name__}: {exc}"
+            except Exception as exc:  # the store fails now: the rest waits for the next try
+                self._write_failed(exc, len(batch) - position)
+                break
+            else:
+                written.add(point_id)
+        return written, rejected
+
+    def _write_failed(self, exc: Exception, count: int) -> None:
+        with self._lock:
+            self._counts["write_failures"] += 1
+            self._last_error = f"{type(exc).__name__}: {exc}"
+        logger.warning("recording %d episode(s) failed; kept for retry: %s", count, exc)
 
     def _forget_spilled(self, written: set[str]) -> None:
         if self.spill_path is None or not self.spill_path.exists():

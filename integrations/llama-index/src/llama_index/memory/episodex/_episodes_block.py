@@ -276,25 +276,32 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
 
     async def _record_upto(
         self, conversation: str, messages: list[ChatMessage], *, whole: bool, leaving: bool
-    ) -> None:
-        """Record the session's messages not yet recorded, through `messages`.
+    ) -> list[dict[str, Any]]:
+        """The episodes of the session's messages not yet recorded, through `messages`.
 
         Those are the flushed messages held back because their exchange had not ended, then
         `messages` from the first one not recorded. With `whole=False` only complete
         exchanges are recorded (through the last final answer). `leaving` says `messages`
         leave short-term memory now (a flush): what is not recorded is held back.
+
+        The messages are counted as recorded here, after the last await: the caller finishes
+        its own counting and then hands the episodes to `recorder.record_many` (which queues
+        them all before it first waits). A turn cancelled on the way (a timeout) has then
+        either queued and counted the whole span or neither, so the next turn neither
+        records a part twice nor skips one.
         """
         flushed, recorded = self._position(conversation)
         held = self._held.get(conversation, [])
         span = [*held, *messages[max(recorded - flushed, 0) :]]
         cut = len(span) if whole else _exchange_end(span)
+        episodes = await self._episodes(span[:cut], conversation, recorded) if cut else []
         if cut:
-            await self._record(span[:cut], conversation, recorded)
             self._position(conversation)[1] = recorded + cut
         if leaving:
             self._held[conversation] = span[cut:]
         elif cut:
             self._held[conversation] = []
+        return episodes
 
     async def _record_complete(
         self, messages: list[ChatMessage], conversation: str, *, whole: bool = False
@@ -303,12 +310,13 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
         self._check_history(conversation, messages, leaving=False)
         flushed, recorded = self._position(conversation)
         held = len(self._held.get(conversation, []))
-        await self._record_upto(conversation, messages, whole=whole, leaving=False)
+        episodes = await self._record_upto(conversation, messages, whole=whole, leaving=False)
         # The held messages, recorded first, had left short-term memory; the others are in it.
         added = self._position(conversation)[1] - recorded - held
         skip = max(recorded - flushed, 0)
         kept = self._kept.setdefault(conversation, [])
         kept.extend(_fingerprint(m) for m in messages[skip : skip + max(added, 0)])
+        await self.recorder.record_many(episodes)
 
     def _check_history(
         self, conversation: str, messages: list[ChatMessage], *, leaving: bool
@@ -359,10 +367,11 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
             await self._flushed(messages, conversation)
         else:
             # Given directly: recorded whole, and counted as the session's next messages.
-            await self._record_upto(conversation, messages, whole=True, leaving=True)
+            episodes = await self._record_upto(conversation, messages, whole=True, leaving=True)
             position = self._position(conversation)
             position[0] += len(messages)
             position[1] = position[0]
+            await self.recorder.record_many(episodes)
 
     async def _aput(self, messages: list[ChatMessage]) -> None:
         """Record messages flushed out of short-term memory (see `aput`)."""
@@ -382,11 +391,12 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
         # Complete exchanges are recorded at once; the start of an exchange whose answer is
         # still in short-term memory is held until it ends, so one exchange stays one episode.
         self._check_history(conversation, messages, leaving=True)
-        await self._record_upto(conversation, messages, whole=False, leaving=True)
+        episodes = await self._record_upto(conversation, messages, whole=False, leaving=True)
         del self._kept.setdefault(conversation, [])[: len(messages)]
         position = self._position(conversation)
         position[0] += len(messages)
         position[1] = max(position[1], position[0] - len(self._held.get(conversation, [])))
+        await self.recorder.record_many(episodes)
 
     async def aflush(self, memory: Any) -> RecorderStats:
         """End of session: record what is still in short-term memory, write what is pending.
@@ -408,9 +418,12 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
         await self.recorder.flush()
         return self.recorder.stats()
 
-    async def _record(self, messages: list[ChatMessage], conversation: str, start: int) -> None:
-        """Record a span as one or more episodes; a failed write is kept, never raised."""
+    async def _episodes(
+        self, messages: list[ChatMessage], conversation: str, start: int
+    ) -> list[dict[str, Any]]:
+        """A span as one or more episodes for `recorder.record_many`, summarised."""
         tools = tools_called(messages)
+        episodes: list[dict[str, Any]] = []
         for episode in span_episodes(
             message_lines(messages),
             start_index=start,
@@ -418,21 +431,24 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
             short_chars=self.short_summary_chars,
         ):
             short = await self._short_summary(episode.long_summary, episode.short_summary)
-            await self.recorder.record(
-                short_summary=short,
-                long_summary=episode.long_summary,
-                user_id=self.user_id,
-                agent_id=self.agent_id,
-                conversation_id=conversation,
-                start_index=episode.start_index,
-                end_index=episode.end_index,
-                tools_invoked=tools,
-                metadata=(
-                    {"source": "llama_index"}
-                    if episode.part is None
-                    else {"source": "llama_index", "part": episode.part, "parts": episode.parts}
-                ),
+            episodes.append(
+                {
+                    "short_summary": short,
+                    "long_summary": episode.long_summary,
+                    "user_id": self.user_id,
+                    "agent_id": self.agent_id,
+                    "conversation_id": conversation,
+                    "start_index": episode.start_index,
+                    "end_index": episode.end_index,
+                    "tools_invoked": tools,
+                    "metadata": (
+                        {"source": "llama_index"}
+                        if episode.part is None
+                        else {"source": "llama_index", "part": episode.part, "parts": episode.parts}
+                    ),
+                }
             )
+        return episodes
 
     async def _short_summary(self, exchange: str, extract: str) -> str:
         if self.summarizer is not None:
