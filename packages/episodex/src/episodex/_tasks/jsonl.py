@@ -250,8 +250,9 @@ class JSONLTaskStore(BaseMemoryStore):
 
     def close(self) -> None:
         """Release the file for another store object or process (idempotent)."""
-        self._file_lock.release()
-        self._closed = True
+        with self._lock:  # not while a change is being written
+            self._closed = True
+            self._file_lock.release()
 
     def __enter__(self) -> JSONLTaskStore:
         return self
@@ -259,10 +260,15 @@ class JSONLTaskStore(BaseMemoryStore):
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def _append(self, record: Mapping[str, Any]) -> None:
+    def _check_writable(self) -> None:
+        # Every change, the compaction too: a closed store no longer holds the file, and
+        # another store may write it now; its stale index must not replace that file.
         if self._closed:
             raise StoreClosedError("the task store is closed")
         self._file_lock.check()
+
+    def _append(self, record: Mapping[str, Any]) -> None:
+        self._check_writable()
         if self.tenant != (None, None):
             record = {**record, "user_id": self.user_id, "agent_id": self.agent_id}
         line = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
@@ -436,6 +442,7 @@ class JSONLTaskStore(BaseMemoryStore):
 
     def _compact(self) -> int:
         with self._lock:
+            self._check_writable()
             entries = sorted(self._entries.values(), key=lambda e: e.seq)
             with atomic_write(self.path) as fh:
                 for e in entries:
