@@ -106,6 +106,7 @@ def import_(
     report = ImportReport()
     valid: list[ConversationEpisode] = []
     numbers: list[int] = []
+    first_line: dict[str, int] = {}  # point id -> the line that named it first
     for number, raw in enumerate(lines, start=1):
         try:
             line = raw.decode("utf-8") if isinstance(raw, bytes) else raw
@@ -132,6 +133,14 @@ def import_(
                 (number, f"belongs to agent {episode.agent_id!r}, not {agent_id!r}")
             )
             continue
+        if episode.point_id is not None:
+            # Written too, the later line would replace the earlier one without a word.
+            earlier = first_line.setdefault(episode.point_id, number)
+            if earlier != number:
+                report.skipped.append(
+                    (number, f"point_id {episode.point_id!r} is already on line {earlier}")
+                )
+                continue
         valid.append(episode)
         numbers.append(number)
     # An id owned by another tenant is a bad line too, found before anything is written.
