@@ -25,6 +25,7 @@ import contextlib
 import contextvars
 import functools
 import inspect
+import logging
 import os
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
@@ -32,11 +33,45 @@ from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar, overload
 
 from episodex._common.errors import StoreClosedError
 
-__all__ = ["SyncTwin", "blocking", "forward", "run_sync", "threaded"]
+__all__ = ["SyncTwin", "blocking", "forward", "in_thread", "run_sync", "threaded"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
 T = TypeVar("T")
+
+logger = logging.getLogger("episodex")
+
+
+async def in_thread(method: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
+    """`asyncio.to_thread`, except that a cancelled caller leaves the call to finish, logged.
+
+    A blocking store call cannot be stopped halfway, so a caller that gives up (a timeout,
+    a cancelled task) does not stop it either: with `asyncio.to_thread` the call then ran or
+    not depending on whether its thread had started, and nobody learnt its outcome. Here it
+    always runs to its end, and its outcome (done, or failed and why) is logged on the
+    `episodex` logger, so a write given up on is never silently stored or silently lost.
+    """
+    loop = asyncio.get_running_loop()
+    call = functools.partial(contextvars.copy_context().run, method, *args, **kwargs)
+    work = loop.run_in_executor(None, call)
+    try:
+        return await asyncio.shield(work)
+    except asyncio.CancelledError:
+        name = getattr(method, "__qualname__", getattr(method, "__name__", repr(method)))
+        work.add_done_callback(functools.partial(_log_abandoned, name))
+        raise
+
+
+def _log_abandoned(name: str, work: asyncio.Future[Any]) -> None:
+    if work.cancelled():  # the event loop shut down before the thread finished
+        return
+    exc = work.exception()
+    if exc is None:
+        logger.info("%s was cancelled by its caller but completed: a write it made is stored", name)
+    else:
+        logger.warning(
+            "%s was cancelled by its caller, then failed: %s: %s", name, type(exc).__name__, exc
+        )
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
@@ -97,7 +132,7 @@ class threaded(Generic[P, R]):
         bound: Callable[P, R] = getattr(getattr(obj, self.via), self.method.__name__)
 
         async def call(*args: P.args, **kwargs: P.kwargs) -> R:
-            return await asyncio.to_thread(bound, *args, **kwargs)
+            return await in_thread(bound, *args, **kwargs)
 
         return _like(call, self.method, self.__signature__)
 

@@ -21,7 +21,7 @@ from typing import Any, Unpack
 
 from episodex._common.errors import ConfigurationError, ValidationError
 from episodex._common.host import EngineHost
-from episodex._common.sync import SyncTwin, blocking, forward
+from episodex._common.sync import SyncTwin, blocking, forward, in_thread
 from episodex._common.validation import require_id, require_int, require_weight
 from episodex._embedders.base import Embedder
 from episodex._embedders.resolve import resolve_embedder
@@ -351,7 +351,7 @@ class StepLessonMemory:
         if final_env is not None and last is not None and last.env_post is None:
             await self.record_step_end(final_env, attempt=episode)
         snapshot = sorted(steps.values(), key=lambda m: m.step_num)
-        stored = await asyncio.to_thread(self._store.write, snapshot)
+        stored = await in_thread(self._store.write, snapshot)
         for memory in stored:
             if steps.get(memory.step_id) is not None and steps[memory.step_id].id == memory.id:
                 steps[memory.step_id] = memory
@@ -410,7 +410,7 @@ class StepLessonMemory:
                     confidence=grade.confidence,
                 )
             updated.append(memory.replace(**changes))
-        stored = await asyncio.to_thread(self._store.write, updated)
+        stored = await in_thread(self._store.write, updated)
         if current:
             self._attempts[episode.run_id] = (episode, {m.step_id: m for m in stored})
         return stored
@@ -545,13 +545,13 @@ class StepLessonMemory:
         if isinstance(memories, Mapping | str | bytes):
             raise ValidationError("store_memories takes a list of step memories, not a single one")
         parsed = [StepMemory.parse(m, where=f"memory {i}: ") for i, m in enumerate(memories)]
-        stored = await asyncio.to_thread(self._store.write, parsed)
+        stored = await in_thread(self._store.write, parsed)
         return [m.id for m in stored]
 
     async def forget_session(self, session_id: str, *, user_id: str, agent_id: str) -> int:
         """Delete every stored step of one session of this user and agent; returns how many."""
         flt = lesson_scope(user_id, agent_id, session_id)
-        return await asyncio.to_thread(self._store.delete, flt)
+        return await in_thread(self._store.delete, flt)
 
     async def count(self, session_id: str, *, user_id: str, agent_id: str) -> int:
         """Number of stored steps of one session of this user and agent."""

@@ -23,6 +23,7 @@ from episodex._common.errors import (
 )
 from episodex._common.files import atomic_write
 from episodex._common.lockfile import FolderLock
+from episodex._common.sync import in_thread
 from episodex._common.text import bad_lines_summary
 from episodex._common.validation import read_json, require_int
 from episodex._engines.sparse import Bm25Encoder
@@ -392,7 +393,7 @@ class JSONLTaskStore(BaseMemoryStore):
         """
         episode = episode_arg(episode)
         text = None if embedded_text is None else embedded_text_arg(episode, embedded_text)
-        await asyncio.to_thread(self._write, episode, text)
+        await in_thread(self._write, episode, text)
 
     async def read_recent(self, n: int) -> list[Episode]:
         """The `n` episodes completed last, newest first (ties: the later written first)."""
@@ -430,15 +431,15 @@ class JSONLTaskStore(BaseMemoryStore):
 
     async def delete(self, id_: str) -> None:
         """Append a delete tombstone for the episode; `EpisodeNotFoundError` if there is none."""
-        await asyncio.to_thread(self._delete, id_arg(id_))
+        await in_thread(self._delete, id_arg(id_))
 
     async def update(self, episode: Episode) -> None:
         """Append the new version of a stored episode; `EpisodeNotFoundError` if there is none."""
-        await asyncio.to_thread(self._update, episode_arg(episode))
+        await in_thread(self._update, episode_arg(episode))
 
     async def compact(self) -> int:
         """Rewrite the file with only the live episodes (atomically); returns how many."""
-        return await asyncio.to_thread(self._compact)
+        return await in_thread(self._compact)
 
     def _compact(self) -> int:
         with self._lock:

@@ -15,6 +15,7 @@ from episodex._common.errors import (
     ValidationError,
 )
 from episodex._common.host import EngineHost
+from episodex._common.sync import in_thread
 from episodex._common.validation import require_int, require_weight
 from episodex._embedders.base import Embedder
 from episodex._engines.base import Engine
@@ -330,7 +331,7 @@ class QdrantTaskStore(BaseMemoryStore):
         """
         episode = episode_arg(episode)
         text = None if embedded_text is None else embedded_text_arg(episode, embedded_text)
-        await asyncio.to_thread(self._write, episode, text)
+        await in_thread(self._write, episode, text)
 
     async def read_recent(self, n: int) -> list[Episode]:
         """The `n` episodes completed last, newest first."""
@@ -383,11 +384,11 @@ class QdrantTaskStore(BaseMemoryStore):
 
     async def delete(self, id_: str) -> None:
         """Delete the episode with this id; `EpisodeNotFoundError` if there is none."""
-        await asyncio.to_thread(self._delete, id_arg(id_))
+        await in_thread(self._delete, id_arg(id_))
 
     async def update(self, episode: Episode) -> None:
         """Replace the stored episode with this one's id; `EpisodeNotFoundError` if none."""
-        await asyncio.to_thread(self._update, episode_arg(episode))
+        await in_thread(self._update, episode_arg(episode))
 
     def close(self) -> None:
         """Close the engine if this store opened it; idempotent."""
