@@ -161,7 +161,11 @@ class EpisodicMemory:
         metadata: Mapping[str, Any] | None = None,
         point_id: str | None = None,
     ) -> str:
-        """Store one episode (both summaries embedded in one batch); returns its point id."""
+        """Store one episode (both summaries embedded in one batch); returns its point id.
+
+        A cancelled call (a timeout) still completes its write, and logs whether it stored
+        the episode; give `point_id` so that retrying it replaces instead of duplicating.
+        """
         episode = ConversationEpisode.parse(
             {
                 "short_summary": short_summary,
