@@ -52,7 +52,11 @@ async def in_thread(method: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs
     `episodex` logger, so a write given up on is never silently stored or silently lost.
     """
     loop = asyncio.get_running_loop()
-    call = functools.partial(contextvars.copy_context().run, method, *args, **kwargs)
+    context = contextvars.copy_context()  # the caller's context variables come along
+
+    def call() -> R:
+        return context.run(method, *args, **kwargs)
+
     work = loop.run_in_executor(None, call)
     try:
         return await asyncio.shield(work)
