@@ -65,7 +65,8 @@ ELEMENT_NAMES: dict[str, str] = {"instruction": "task"}
 
 # An XML name, ASCII only: a letter or underscore, then letters, digits, `_`, `-` or `.`.
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
-# Names the block itself uses: an additional_data key must not be able to impersonate them.
+# Names the block itself uses: an additional_data key must not be able to impersonate them,
+# in any letter case (a model reading `</RECALLED_EPISODES>` takes it for the block's end).
 _RESERVED = frozenset({*EPISODE_FIELDS, "id", "task", "episode", "recalled_episodes"})
 
 
@@ -73,7 +74,8 @@ def check_element_name(name: object) -> str:
     """Return `name` if it can be an XML element of an episode, else raise `ValidationError`.
 
     Allowed: 1-64 ASCII letters, digits, `_`, `-`, `.`, starting with a letter or `_`, not
-    starting with `xml` and not one of the names the episode block uses itself.
+    starting with `xml` and not one of the names the episode block uses itself (in any
+    letter case).
     """
     if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise ValidationError(
@@ -82,7 +84,7 @@ def check_element_name(name: object) -> str:
         )
     if name.lower().startswith("xml"):
         raise ValidationError(f"additional_data key {name!r} starts with 'xml', which XML reserves")
-    if name in _RESERVED:
+    if name.lower() in _RESERVED:
         raise ValidationError(
             f"additional_data key {name!r} is a name the episode block uses itself; "
             f"choose another key (reserved: {', '.join(sorted(_RESERVED))})"
