@@ -14,6 +14,7 @@ import logging
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from episodex import Episode, EpisodicMemory, JSONLTaskStore, Task, TaskResult, open_engine
@@ -38,17 +39,17 @@ async def _settled(caplog: pytest.LogCaptureFixture, words: str) -> str:
     raise AssertionError(f"nothing logged with {words!r}: {caplog.text}")
 
 
+REFUND: dict[str, Any] = {
+    "short_summary": "Refund for order 1234",
+    "long_summary": "User asked for a refund; the agent issued it.",
+    "user_id": "u1",
+    "agent_id": "support",
+    "conversation_id": "c1",
+}
+
+
 async def _cancelled_memorize(memory: EpisodicMemory, point_id: str) -> None:
-    write = asyncio.create_task(
-        memory.memorize(
-            short_summary="Refund for order 1234",
-            long_summary="User asked for a refund; the agent issued it.",
-            user_id="u1",
-            agent_id="support",
-            conversation_id="c1",
-            point_id=point_id,
-        )
-    )
+    write = asyncio.create_task(memory.memorize(**REFUND, point_id=point_id))
     await asyncio.sleep(0)  # the call has started: it waits for its worker thread
     write.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -66,14 +67,7 @@ async def test_a_cancelled_memorize_is_stored_and_logged_and_retried_once(
     assert "memorize_many" in message and "completed" in message
     assert await memory.count(user_id="u1", agent_id="support") == 1
     # The caller retries, with the same id: replaced, not stored twice.
-    await memory.memorize(
-        short_summary="Refund for order 1234",
-        long_summary="User asked for a refund; the agent issued it.",
-        user_id="u1",
-        agent_id="support",
-        conversation_id="c1",
-        point_id=point_id,
-    )
+    await memory.memorize(**REFUND, point_id=point_id)
     assert await memory.count(user_id="u1", agent_id="support") == 1
 
 

@@ -142,7 +142,7 @@ LLAMA_INDEX_MEMORY_EPISODEX = [
     "offline_tokenizer",
 ]
 
-EPISODEX_TESTING = ["FailingEngine", "HashEmbedder"]
+EPISODEX_TESTING = ["FailingEngine", "HashEmbedder", "StallingModel"]
 
 EPISODEX_PLAN = [
     "CollectionSpec",

@@ -13,6 +13,7 @@ import uuid
 from typing import Any
 
 from episodex import EpisodicMemory
+from episodex.testing import StallingModel
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_episodex import EpisodicContext, EpisodicMemoryMiddleware
@@ -23,27 +24,11 @@ LONG_ANSWER = " ".join(
 )
 
 
-class StallingReflection:
-    """Summarises at once, except the call numbered `stall_at`, which waits until cancelled."""
-
-    def __init__(self, stall_at: int) -> None:
-        self.calls = 0
-        self.stall_at = stall_at
-        self.stalled = asyncio.Event()
-
-    async def __call__(self, prompt: str) -> str:
-        self.calls += 1
-        if self.calls == self.stall_at:
-            self.stalled.set()
-            await asyncio.Event().wait()  # a model call that never answers
-        return f"Summary {self.calls}\nThe user asked about a broken blender."
-
-
 async def test_cancelled_recording_stores_the_run_whole_or_not_at_all(
     memory: EpisodicMemory,
 ) -> None:
     user = f"user-{uuid.uuid4().hex}"
-    reflection = StallingReflection(stall_at=2)
+    reflection = StallingModel(2, reply="Summary {n}\nThe user asked about a broken blender.")
     middleware = EpisodicMemoryMiddleware(
         memory, agent_id="support", conversation_id="c1", reflection_model=reflection
     )

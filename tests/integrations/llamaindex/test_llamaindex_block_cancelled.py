@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from episodex import EpisodicMemory
+from episodex.testing import StallingModel
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.memory.episodex import EpisodicMemoryBlock
 
@@ -22,22 +23,6 @@ pytestmark = [
 ]
 
 AGENT = "support"
-
-
-class StallingSummarizer:
-    """Answers at once, except the call numbered `stall_at`, which waits until cancelled."""
-
-    def __init__(self, stall_at: int) -> None:
-        self.calls = 0
-        self.stall_at = stall_at
-        self.stalled = asyncio.Event()
-
-    async def __call__(self, prompt: str) -> str:
-        self.calls += 1
-        if self.calls == self.stall_at:
-            self.stalled.set()
-            await asyncio.Event().wait()  # a model call that never answers
-        return f"summary {self.calls}"
 
 
 def _turn() -> list[ChatMessage]:
@@ -61,7 +46,7 @@ async def _ranges(memory: EpisodicMemory, user: str) -> list[tuple[int, int, Any
 async def test_cancelled_recording_is_retried_without_duplicates(
     memory: EpisodicMemory, user: str, stall_at: int
 ) -> None:
-    summarizer = StallingSummarizer(stall_at)
+    summarizer = StallingModel(stall_at)
     block = EpisodicMemoryBlock(
         memory=memory,
         user_id=user,

@@ -23,11 +23,14 @@ Example:
     ```
 
 `FailingEngine` wraps a real engine and makes its reads or writes fail on demand, to test what
-an agent does when its memory is down (it should still answer).
+an agent does when its memory is down (it should still answer). `StallingModel` is a summary or
+reflection callable whose Nth call never answers, to test what a timeout or a cancelled task
+leaves stored (a turn whole, or not at all).
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
@@ -40,7 +43,7 @@ from episodex._embedders.base import Matrix
 from episodex._engines.base import Engine, StreamRanks
 from episodex._engines.plan import CollectionSpec, Filter, Fused, Hit, Point, Search
 
-__all__ = ["FailingEngine", "HashEmbedder"]
+__all__ = ["FailingEngine", "HashEmbedder", "StallingModel"]
 
 _WORD = re.compile(r"\w+")
 
@@ -208,3 +211,33 @@ class FailingEngine:
     def close(self) -> None:
         """Closes the wrapped engine."""
         self.inner.close()
+
+
+class StallingModel:
+    """An async text model (`await model(prompt) -> str`) whose call number `stall_at` hangs.
+
+    Every other call answers at once with `reply` formatted with its call number (`{n}`, from
+    1). The stalled call sets `stalled` and then waits until it is cancelled, as a model call
+    that never answers does under a timeout. Hand it to a memory as its summarizer or
+    reflection callable.
+
+    Args:
+        stall_at: The call that never answers (from 1).
+        reply: The answer of every other call; `{n}` is replaced by the call's number.
+    """
+
+    __test__ = False
+
+    def __init__(self, stall_at: int, *, reply: str = "summary {n}") -> None:
+        self.calls = 0
+        self.stall_at = stall_at
+        self.reply = reply
+        self.stalled = asyncio.Event()
+
+    async def __call__(self, prompt: str) -> str:
+        """Answer, unless this is call `stall_at`."""
+        self.calls += 1
+        if self.calls == self.stall_at:
+            self.stalled.set()
+            await asyncio.Event().wait()
+        return self.reply.format(n=self.calls)
