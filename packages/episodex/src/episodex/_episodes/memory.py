@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -10,7 +9,7 @@ from typing import Any, TypeVar, Unpack
 
 from episodex._common.errors import ConfigurationError
 from episodex._common.paths import default_store_path
-from episodex._common.sync import SyncTwin, blocking, forward, threaded
+from episodex._common.sync import SyncTwin, blocking, forward, in_thread, threaded
 from episodex._common.tokens import DEFAULT_ENCODING, TokenCounter
 from episodex._embedders.base import Embedder
 from episodex._embedders.resolve import resolve_embedder
@@ -239,7 +238,8 @@ class EpisodicMemory:
         Resumable and safe to kill: the episodes are embedded into a staging collection while
         the old one stays the store; one atomic switch makes the new one the store. Run it
         again after an interruption and it embeds only what is missing. Afterwards this memory
-        uses `embedder`. Writes made meanwhile through this memory are carried over; other
+        uses `embedder`, also when the caller stopped waiting (a timeout): the re-index then
+        runs to its end in its thread, and its outcome is logged. Writes made meanwhile through this memory are carried over; other
         processes cannot write (the store is locked), and other memories of this process on
         the same folder should be closed first.
 
@@ -253,11 +253,17 @@ class EpisodicMemory:
             How many episodes were embedded, resumed and dropped.
         """
         new = self.embedder if embedder is None else resolve_embedder(embedder)
-        store, report = await asyncio.to_thread(
-            reindex_store, self.store, new, batch_size=batch_size, on_progress=on_progress
-        )
-        self.store, self.embedder = store, new
-        return report
+
+        def run() -> ReindexReport:
+            store, report = reindex_store(
+                self.store, new, batch_size=batch_size, on_progress=on_progress
+            )
+            # Here, not after the await: a caller that gives up (a timeout) cannot stop the
+            # thread, which goes on to switch the collection, and this memory must follow it.
+            self.store, self.embedder = store, new
+            return report
+
+        return await in_thread(run)
 
     async def aclose(self) -> None:
         """Close the store (flushes the embedded engine)."""
