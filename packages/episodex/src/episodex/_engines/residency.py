@@ -21,6 +21,7 @@ its log meanwhile.
 from __future__ import annotations
 
 import ctypes
+import functools
 import logging
 import os
 import sys
@@ -36,6 +37,7 @@ _MADV_PAGEOUT = 21  # Linux 5.4 and later; older kernels answer EINVAL and nothi
 _Madvise = Callable[[int, int, int], int]
 
 
+@functools.cache
 def _load_madvise() -> _Madvise | None:
     try:
         libc = ctypes.CDLL(None, use_errno=True)

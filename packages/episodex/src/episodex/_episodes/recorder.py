@@ -231,13 +231,10 @@ class EpisodeRecorder:
     def _spill(self, episode: ConversationEpisode) -> bool:
         assert self.spill_path is not None
         line = (json.dumps(episode.model_dump(mode="json"), ensure_ascii=True) + "\n").encode()
+        fd = -1
         try:
             self.spill_path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.spill_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-        except OSError as exc:
-            logger.error("could not spill episode %s: %s", episode.point_id, exc)
-            return False
-        try:
             size = os.fstat(fd).st_size
             # After a line a crash cut short, start a new line: appended onto the fragment,
             # this episode would be unreadable too.
@@ -257,7 +254,8 @@ class EpisodeRecorder:
             logger.error("could not spill episode %s: %s", episode.point_id, exc)
             return False
         finally:
-            os.close(fd)
+            if fd >= 0:
+                os.close(fd)
 
     def _spilled_count(self) -> int:
         if self.spill_path is None or not self.spill_path.exists():
