@@ -58,13 +58,20 @@ class Down:
         return self.real(episodes, **kwargs)
 
 
-async def test_an_episode_spilled_after_a_torn_line_comes_back(
+def _down_recorder(
     memory: EpisodicMemory, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+) -> tuple[Path, Down, EpisodeRecorder]:
+    """A recorder that keeps one episode in RAM and spills the rest, over a store that is down."""
     spill = tmp_path / "pending.jsonl"
     store = Down(memory)
     monkeypatch.setattr(memory.store, "memorize_many", store)
-    recorder = EpisodeRecorder(memory, max_pending=1, spill_path=spill)
+    return spill, store, EpisodeRecorder(memory, max_pending=1, spill_path=spill)
+
+
+async def test_an_episode_spilled_after_a_torn_line_comes_back(
+    memory: EpisodicMemory, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    spill, store, recorder = _down_recorder(memory, monkeypatch, tmp_path)
     await recorder.record(**_episode(1))
     spill.write_text('{"short_summary": "torn')  # a crash cut the last append short
     await recorder.record(**_episode(2))  # the queue is full: question 1 is spilled
@@ -79,10 +86,7 @@ async def test_an_episode_spilled_after_a_torn_line_comes_back(
 async def test_an_append_cut_short_is_taken_back(
     memory: EpisodicMemory, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    spill = tmp_path / "pending.jsonl"
-    store = Down(memory)
-    monkeypatch.setattr(memory.store, "memorize_many", store)
-    recorder = EpisodeRecorder(memory, max_pending=1, spill_path=spill)
+    spill, store, recorder = _down_recorder(memory, monkeypatch, tmp_path)
     await recorder.record(**_episode(1))
     await recorder.record(**_episode(2))  # question 1 spilled whole
     size = spill.stat().st_size

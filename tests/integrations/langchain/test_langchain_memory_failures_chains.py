@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from typing import Any
 
 import pytest
 from episodex import EpisodicMemory
@@ -58,16 +59,21 @@ def _failures(caplog: pytest.LogCaptureFixture) -> list[str]:
     ]
 
 
-def test_a_classic_chain_answers_when_memory_fails(
-    failing: tuple[EpisodicMemory, FailingEngine], caplog: pytest.LogCaptureFixture
-) -> None:
-    memory, engine = failing
+def _classic_chain(memory: EpisodicMemory, model: Any) -> tuple[Any, EpisodicConversationMemory]:
+    """A classic `ConversationChain` on episodex's conversation memory (a new user's), and it."""
     chat = EpisodicConversationMemory(
         memory=memory, user_id=_user(), agent_id=AGENT, conversation_id="c1"
     )
     prompt = PromptTemplate.from_template("Memory:\n{history}\nHuman: {input}\nAI:")
+    return ConversationChain(llm=model, memory=chat, prompt=prompt), chat
+
+
+def test_a_classic_chain_answers_when_memory_fails(
+    failing: tuple[EpisodicMemory, FailingEngine], caplog: pytest.LogCaptureFixture
+) -> None:
+    memory, engine = failing
     model = _model("Your refund was issued on Monday.")
-    chain = ConversationChain(llm=model, memory=chat, prompt=prompt)
+    chain, _ = _classic_chain(memory, model)
     engine.reads = engine.writes = True
     out = chain.invoke({"input": "Where is my refund?"})
     assert out["response"] == "Your refund was issued on Monday."
@@ -80,11 +86,7 @@ async def test_a_classic_chain_answers_when_memory_fails_async(
     failing: tuple[EpisodicMemory, FailingEngine], caplog: pytest.LogCaptureFixture
 ) -> None:
     memory, engine = failing
-    chat = EpisodicConversationMemory(
-        memory=memory, user_id=_user(), agent_id=AGENT, conversation_id="c1"
-    )
-    prompt = PromptTemplate.from_template("Memory:\n{history}\nHuman: {input}\nAI:")
-    chain = ConversationChain(llm=_model("Monday."), memory=chat, prompt=prompt)
+    chain, chat = _classic_chain(memory, _model("Monday."))
     engine.reads = engine.writes = True
     out = await chain.ainvoke({"input": "Where is my refund?"})
     assert out["response"] == "Monday."
