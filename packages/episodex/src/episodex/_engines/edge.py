@@ -38,7 +38,7 @@ from episodex._engines.plan import (
     SparseVec,
     Stream,
 )
-from episodex._engines.residency import release_pages
+from episodex._engines.residency import read_ahead, release_pages
 from episodex._engines.space import (
     DEFAULT_MIN_FREE_BYTES,
     FreeSpace,
@@ -446,6 +446,13 @@ class EdgeEngine:
                     )
                 # Loading fills the memory-mapped files to their length and replays the log.
                 self._space.require(sparse_bytes(folder), f"opening {folder}")
+                # The load reads the log (and a quantized store's int8 copies) whole: have the
+                # kernel read them ahead in large requests while it starts (residency.py).
+                read_ahead(
+                    folder,
+                    names=(_INT8_FILE,) if stored.get(_QUANTIZED) else (),
+                    subfolders=(_WAL,),
+                )
                 try:
                     shard = qe.EdgeShard.load(str(folder))
                 except Exception as exc:
