@@ -13,8 +13,6 @@ from typing import Any
 
 import pytest
 from episodex import EpisodicMemory
-from episodex._engines import edge
-from episodex._engines.residency import read_ahead
 from episodex.testing import HashEmbedder
 
 pytestmark = pytest.mark.skipif(
@@ -51,25 +49,35 @@ async def _store(path: Path, *, quantize: bool) -> None:
     mem.close()
 
 
+def _spy(monkeypatch: pytest.MonkeyPatch, *, fail: bool = False) -> list[Path]:
+    """Record the files given `WILLNEED`; with `fail`, refuse every advice as a kernel may."""
+    advised: list[Path] = []
+    real = os.posix_fadvise
+
+    def advise(fd: int, offset: int, length: int, advice: int) -> None:
+        if advice == os.POSIX_FADV_WILLNEED:
+            advised.append(Path(os.readlink(f"/proc/self/fd/{fd}")))
+            if fail:
+                raise OSError(22, "Invalid argument")
+        real(fd, offset, length, advice)
+
+    monkeypatch.setattr(os, "posix_fadvise", advise)
+    return advised
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="names fds through /proc")
 @pytest.mark.parametrize("quantize", [False, True])
 async def test_opening_reads_ahead_the_log_and_a_quantized_stores_int8_copies(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, quantize: bool
 ) -> None:
     path = tmp_path / "store"
     await _store(path, quantize=quantize)
-    wal = sorted(p for p in path.rglob("*") if p.is_file() and p.parent.name == "wal")
-    int8 = sorted(path.rglob("quantized.data"))
+    wal = sorted(p.resolve() for p in path.rglob("*") if p.is_file() and p.parent.name == "wal")
+    int8 = sorted(p.resolve() for p in path.rglob("quantized.data"))
     assert wal
     assert bool(int8) is quantize
 
-    advised: list[Path] = []
-
-    def spy(folder: Path, **kwargs: Any) -> list[Path]:
-        files = read_ahead(folder, **kwargs)
-        advised.extend(files)
-        return files
-
-    monkeypatch.setattr(edge, "read_ahead", spy)
+    advised = _spy(monkeypatch)
     mem = EpisodicMemory(path=path, embedder=_embedder(), quantize=quantize, splade=False)
     try:
         assert sorted(advised) == sorted(wal + int8)
@@ -80,21 +88,18 @@ async def test_opening_reads_ahead_the_log_and_a_quantized_stores_int8_copies(
         mem.close()
 
 
-def test_read_ahead_advises_only_the_named_files_and_skips_what_it_cannot_open(
-    tmp_path: Path,
+@pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="names fds through /proc")
+async def test_a_refused_read_ahead_still_opens_the_store_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    (tmp_path / "wal").mkdir()
-    (tmp_path / "seg" / "vec").mkdir(parents=True)
-    log = tmp_path / "wal" / "open-1"
-    int8 = tmp_path / "seg" / "vec" / "quantized.data"
-    other = tmp_path / "seg" / "vec" / "matrix.dat"
-    for f in (log, int8, other):
-        f.write_bytes(b"\0" * 8192)
-    dangling = tmp_path / "wal" / "gone"
-    dangling.symlink_to(tmp_path / "missing")
-
-    advised = read_ahead(tmp_path, names=("quantized.data",), subfolders=("wal",))
-
-    assert sorted(advised) == sorted([log, int8])
-    assert read_ahead(tmp_path) == []
-    assert other.read_bytes() == b"\0" * 8192
+    path = tmp_path / "store"
+    await _store(path, quantize=False)
+    advised = _spy(monkeypatch, fail=True)
+    mem = EpisodicMemory(path=path, embedder=_embedder(), splade=False)
+    try:
+        assert advised  # it was asked, and refused
+        assert await mem.count(user_id="u", agent_id="a") == _size(False)
+        got = await mem.recall(user_id="u", agent_id="a", query="refund for order 7")
+        assert got["previous_conversations"][0]["short_summary_text"].startswith("turn 7:")
+    finally:
+        mem.close()
