@@ -190,3 +190,29 @@ def test_count_and_delete_alike(engine: Engine) -> None:
     assert engine.count(COLLECTION, Filter()) == 8
     [hits] = engine.query(COLLECTION, [Search(Stream("a", [1.0, 1.0, 0.0, 0.1], 12), Filter(), 12)])
     assert all(IDS.index(h.id) % 3 != 1 for h in hits) and len(hits) == 8
+
+
+def test_streams_sharing_one_query_vector_each_search_their_own_vector(engine: Engine) -> None:
+    # A recall hands the same query list to the dense short and long streams (and one SPLADE
+    # vector to both SPLADE streams); an engine that renders a shared vector once must still
+    # search each named vector with it.
+    shared = [1.0, 1.0, 1.0, 1.0]
+    alone = engine.query(
+        COLLECTION,
+        [Search(Stream(name, list(shared), 9), U1, 9, with_payload=False) for name in ("a", "b")],
+    )
+    order = {name: numbers(hits) for name, hits in zip(("a", "b"), alone, strict=True)}
+    assert order["a"] != order["b"]  # the two named vectors rank u1's points differently
+    request = Fused(
+        streams=(Stream("a", shared, 9), Stream("b", shared, 9)),
+        weights=(2.0, 1.0),  # unequal: no two points tie
+        k=60,
+        filter=U1,
+        limit=9,
+    )
+    [explained] = engine.query_explained(COLLECTION, [request])
+    [plain] = engine.query(COLLECTION, [request])
+    assert [h.id for h, _ in explained] == [h.id for h in plain]
+    for hit, ranks in explained:
+        for name in ("a", "b"):
+            assert ranks[name][0] == order[name].index(IDS.index(hit.id)) + 1, (hit.id, ranks)

@@ -135,16 +135,16 @@ def explain_fused(
     out: list[list[tuple[Hit, StreamRanks]]] = []
     position = len(requests)
     for index, request in enumerate(requests):
-        tables: list[tuple[str, dict[Any, tuple[int, float]]]] = []
+        fused = answers[index]
+        keys = [native_id(point) for point in fused]
+        ranks: dict[Any, StreamRanks] = {key: {} for key in keys}
         for stream in request.streams:
-            table = {
-                native_id(p): (rank, p.score) for rank, p in enumerate(answers[position], start=1)
-            }
-            tables.append((stream.using, table))
+            # Only the fused hits need a rank: the rest of the stream's list is skipped.
+            for rank, point in enumerate(answers[position], start=1):
+                found = ranks.get(native_id(point))
+                if found is not None:
+                    found[stream.using] = (rank, point.score)
             position += 1
-        explained: list[tuple[Hit, StreamRanks]] = []
-        for point in answers[index]:
-            key = native_id(point)
-            explained.append((to_hit(point), {using: t[key] for using, t in tables if key in t}))
+        explained = [(to_hit(point), ranks[key]) for point, key in zip(fused, keys, strict=True)]
         out.append(explained)
     return out

@@ -152,20 +152,38 @@ def _vector(vec: list[float] | SparseVec) -> Any:
     return vec
 
 
-def _prefetch(stream: Stream, flt: qe.Filter) -> qe.Prefetch:
-    return qe.Prefetch(
-        limit=stream.limit,
-        query=qe.Query.Nearest(_vector(stream.vector), using=stream.using),
-        filter=flt,
-    )
+#: Rendered query vectors and filters of one batch, keyed by the id of the plan object they render:
+#: a recall sends each stream's vector and each side's filter in several requests.
+Memo = dict[Any, Any]
 
 
-def _ranked(stream: Stream, flt: qe.Filter, k: int) -> qe.Prefetch:
+def _nearest(stream: Stream, memo: Memo) -> Any:
+    # Two streams may search one vector in two named vectors (dense short and long).
+    query = memo.get((id(stream.vector), stream.using))
+    if query is None:
+        query = memo[id(stream.vector), stream.using] = qe.Query.Nearest(
+            _vector(stream.vector), using=stream.using
+        )
+    return query
+
+
+def _filter(flt: Filter, key: Keyer, memo: Memo) -> qe.Filter:
+    rendered = memo.get(id(flt))
+    if rendered is None:
+        rendered = memo[id(flt)] = render_filter(flt, key)
+    return rendered
+
+
+def _prefetch(stream: Stream, flt: qe.Filter, memo: Memo) -> qe.Prefetch:
+    return qe.Prefetch(limit=stream.limit, query=_nearest(stream, memo), filter=flt)
+
+
+def _ranked(stream: Stream, flt: qe.Filter, k: int, memo: Memo) -> qe.Prefetch:
     # Qdrant's RRF over a single list scores rank r (from 1) as 1 / (r + k' - 1): with
     # k' = k + 1 that is 1 / (k + r), which the fused request's formula then weights.
     return qe.Prefetch(
         limit=stream.limit,
-        prefetches=[_prefetch(stream, flt)],
+        prefetches=[_prefetch(stream, flt, memo)],
         query=qe.Fusion.Rrf(k=k + 1),  # pyright: ignore[reportArgumentType]
     )
 
@@ -179,26 +197,32 @@ def _payload_selector(with_payload: bool | Sequence[str]) -> Any:
 
 
 def render_request(
-    req: Search | Fused, *, native_ids: bool = False, key: Keyer = _hash_key
+    req: Search | Fused,
+    *,
+    native_ids: bool = False,
+    key: Keyer = _hash_key,
+    memo: Memo | None = None,
 ) -> qe.QueryRequest:
     """Render a plan search as a Qdrant Edge query request.
 
     With `native_ids`, an id-only search returns no payload at all: its hits are matched by
-    their integer ids, never turned into `Hit`s.
+    their integer ids, never turned into `Hit`s. Requests of one batch may share a `memo`, so
+    a vector or filter they share is rendered once.
     """
-    flt = render_filter(req.filter, key)
+    memo = {} if memo is None else memo
+    flt = _filter(req.filter, key, memo)
     if isinstance(req, Search):
         plain = native_ids and req.with_payload is False
         return qe.QueryRequest(
             limit=req.limit,
-            query=qe.Query.Nearest(_vector(req.stream.vector), using=req.stream.using),
+            query=_nearest(req.stream, memo),
             filter=flt,
             with_payload=False if plain else _payload_selector(req.with_payload),
             score_threshold=req.score_threshold,
         )
     return qe.QueryRequest(
         limit=req.limit,
-        prefetches=[_ranked(s, flt, req.k) for s in req.streams],
+        prefetches=[_ranked(s, flt, req.k, memo) for s in req.streams],
         query=qe.Formula(
             qe.Expression.Sum(
                 [
@@ -602,7 +626,8 @@ class EdgeEngine:
 
     def query(self, collection: str, requests: Sequence[Search | Fused]) -> list[list[Hit]]:
         """Run the requests as one batch."""
-        rendered = [render_request(r, key=self._key(collection)) for r in requests]
+        key, memo = self._key(collection), {}
+        rendered = [render_request(r, key=key, memo=memo) for r in requests]
         with self._lock:
             shard = self._shard(collection)
             try:
@@ -618,9 +643,12 @@ class EdgeEngine:
         self, collection: str, requests: Sequence[Fused]
     ) -> list[list[tuple[Hit, StreamRanks]]]:
         """Fused searches with each hit's stream ranks, in one batch."""
-        key = self._key(collection)
-        rendered = [render_request(r, key=key) for r in requests]
-        rendered += [render_request(r, native_ids=True, key=key) for r in stream_searches(requests)]
+        key, memo = self._key(collection), {}
+        rendered = [render_request(r, key=key, memo=memo) for r in requests]
+        rendered += [
+            render_request(r, native_ids=True, key=key, memo=memo)
+            for r in stream_searches(requests)
+        ]
         with self._lock:
             shard = self._shard(collection)
             try:
