@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from episodex._common.errors import ConfigurationError, EmbedderMismatchError
+from episodex._common.errors import ConfigurationError, EmbedderMismatchError, EpisodexError
 from episodex._common.validation import require_id
 from episodex._engines.base import Engine
 from episodex._engines.plan import CollectionSpec, Filter, HasId, Match
@@ -155,13 +155,20 @@ def tenant_filter(user_id: object, agent_id: object) -> Filter:
     )
 
 
-def delete_counted(engine: Engine, collection: str, flt: Filter, *, page: int = 1024) -> int:
+def delete_counted(
+    engine: Engine, collection: str, flt: Filter, *, page: int = 1024, server_chunk: int = 8192
+) -> int:
     """Delete the points matching `flt` when the call starts; return how many were deleted.
 
     Counting and then deleting by filter would report a number taken before the delete, and a
     write landing in between would be deleted uncounted. So the matching ids are listed first
     and only those are deleted: a point written meanwhile survives (it came after the forget),
     and the number returned is the listed points no longer stored afterwards.
+
+    The delete is one operation, so a failure deletes nothing: forgetting a conversation never
+    stops halfway. Only a Qdrant server, whose requests have a size limit, gets the ids in
+    chunks of `server_chunk`; a failure there leaves the earlier chunks deleted, and the
+    error says to run the forget again.
     """
     ids: list[str] = []
     offset: str | None = None
@@ -170,9 +177,20 @@ def delete_counted(engine: Engine, collection: str, flt: Filter, *, page: int = 
         ids.extend(h.id for h in hits)
         if offset is None or not hits:
             break
+    if not ids:
+        return 0
+    chunk = server_chunk if engine.kind == "server" else len(ids)
     remaining = 0
-    for start in range(0, len(ids), page):
-        chunk = flt.and_(HasId(tuple(ids[start : start + page])))
-        engine.delete(collection, chunk)
-        remaining += engine.count(collection, chunk)
+    for start in range(0, len(ids), chunk):
+        part = flt.and_(HasId(tuple(ids[start : start + chunk])))
+        try:
+            engine.delete(collection, part)
+        except EpisodexError as exc:
+            if start:
+                exc.add_note(
+                    f"{start} of the {len(ids)} points were deleted before this failure; run the "
+                    "same forget again to delete the rest"
+                )
+            raise
+        remaining += engine.count(collection, part)
     return len(ids) - remaining
