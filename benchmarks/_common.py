@@ -314,6 +314,17 @@ def dir_size(path: Path, *, allocated: bool = False) -> int:
     return total
 
 
+def evict_page_cache(path: str | Path) -> None:
+    """Drop the files under `path` from the page cache, as after a reboot (a cold open)."""
+    for root, _, files in os.walk(path):
+        for f in files:
+            fd = os.open(Path(root) / f, os.O_RDONLY)
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
+
+
 class CachedSplade(SpladeEncoder):
     """SPLADE for bulk loading: each distinct stored text is encoded once, then remembered.
 

@@ -256,12 +256,8 @@ from pathlib import Path
 emb, pool, queries = shared_vectors(Path(sys.argv[3]))
 emb.known_queries = True
 # A cold start: the store's files leave the page cache first (as after a reboot).
-import os
-for d, _, names in os.walk(sys.argv[1]):
-    for n in names:
-        fd = os.open(os.path.join(d, n), os.O_RDONLY)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        os.close(fd)
+from _common import evict_page_cache
+evict_page_cache(sys.argv[1])
 p = psutil.Process(); base = p.memory_info().rss
 t = time.perf_counter()
 mem = EpisodicMemory(path=sys.argv[1], embedder=emb, quantize=sys.argv[2] == "1", splade=False)

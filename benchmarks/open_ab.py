@@ -23,15 +23,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import CACHE, RESULTS
 
 PROBE = r"""
-import os, sys, time
+import sys, time
 from pathlib import Path
 root, mode, cache, here = sys.argv[1:5]
-for d, _, names in os.walk(root):
-    for n in names:
-        fd = os.open(os.path.join(d, n), os.O_RDONLY)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        os.close(fd)
 sys.path.insert(0, here)
+from _common import evict_page_cache
+evict_page_cache(root)
 from peers import shared_vectors
 emb, _, _ = shared_vectors(Path(cache))
 from episodex import EpisodicMemory

@@ -3,8 +3,8 @@
 Before a shard loads, the engine asks the kernel to read its write-ahead log (and, in a
 quantized store, its int8 copies) in the background with `posix_fadvise(WILLNEED)`: the load
 then finds those pages in the page cache instead of faulting them in one by one from a cold
-disk. At 100k episodes a quantized store's cold open went from 1.18-1.30 s to 1.01-1.09 s
-(benchmarks/README.md, "Sixth pass"). Like the hand-back below, it changes when pages are read,
+disk. At 100k episodes a quantized store's cold open went from a median of 1.72 s to 1.36 s
+in one run and from 1.45 s to 1.16 s in another (benchmarks/README.md, "Sixth pass"). Like the hand-back below, it changes when pages are read,
 never what is read.
 
 Opening a shard reads its whole write-ahead log to replay it: the open segment and the closed

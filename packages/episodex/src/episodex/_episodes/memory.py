@@ -239,9 +239,9 @@ class EpisodicMemory:
         the old one stays the store; one atomic switch makes the new one the store. Run it
         again after an interruption and it embeds only what is missing. Afterwards this memory
         uses `embedder`, also when the caller stopped waiting (a timeout): the re-index then
-        runs to its end in its thread, and its outcome is logged. Writes made meanwhile through this memory are carried over; other
-        processes cannot write (the store is locked), and other memories of this process on
-        the same folder should be closed first.
+        runs to its end in its thread, and its outcome is logged. Writes made meanwhile
+        through this memory are carried over; other processes cannot write (the store is
+        locked), and other memories of this process on the same folder should be closed first.
 
         Args:
             embedder: The embedder to build the store with: an `Embedder`, a fastembed model
