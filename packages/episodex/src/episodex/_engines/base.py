@@ -143,7 +143,7 @@ def explain_fused(
             for rank, point in enumerate(answers[position], start=1):
                 found = ranks.get(native_id(point))
                 if found is not None:
-                    found[stream.using] = (rank, point.score)
+                    found[stream.label] = (rank, point.score)
             position += 1
         explained = [(to_hit(point), ranks[key]) for point, key in zip(fused, keys, strict=True)]
         out.append(explained)

@@ -174,6 +174,16 @@ def _filter(flt: Filter, key: Keyer, memo: Memo) -> qe.Filter:
     return rendered
 
 
+def _stream_filter(stream: Stream, flt: Filter, key: Keyer, memo: Memo) -> qe.Filter:
+    """The request's filter with the stream's own conditions, rendered once per batch."""
+    if stream.filter is None:
+        return _filter(flt, key, memo)
+    rendered = memo.get((id(flt), id(stream.filter)))
+    if rendered is None:
+        rendered = memo[id(flt), id(stream.filter)] = render_filter(stream.narrowed(flt), key)
+    return rendered
+
+
 def _prefetch(stream: Stream, flt: qe.Filter, memo: Memo) -> qe.Prefetch:
     return qe.Prefetch(limit=stream.limit, query=_nearest(stream, memo), filter=flt)
 
@@ -210,19 +220,20 @@ def render_request(
     a vector or filter they share is rendered once.
     """
     memo = {} if memo is None else memo
-    flt = _filter(req.filter, key, memo)
     if isinstance(req, Search):
         plain = native_ids and req.with_payload is False
         return qe.QueryRequest(
             limit=req.limit,
             query=_nearest(req.stream, memo),
-            filter=flt,
+            filter=_stream_filter(req.stream, req.filter, key, memo),
             with_payload=False if plain else _payload_selector(req.with_payload),
             score_threshold=req.score_threshold,
         )
     return qe.QueryRequest(
         limit=req.limit,
-        prefetches=[_ranked(s, flt, req.k, memo) for s in req.streams],
+        prefetches=[
+            _ranked(s, _stream_filter(s, req.filter, key, memo), req.k, memo) for s in req.streams
+        ],
         query=qe.Formula(
             qe.Expression.Sum(
                 [

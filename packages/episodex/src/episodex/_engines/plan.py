@@ -94,11 +94,33 @@ class Filter:
 
 @dataclass(frozen=True, slots=True)
 class Stream:
-    """One retrieval stream: a query vector against one named vector of the collection."""
+    """One retrieval stream: a query vector against one named vector of the collection.
+
+    Attributes:
+        using: The named vector searched.
+        vector: The query vector.
+        limit: How many hits the stream ranks.
+        name: What results call the stream (default: `using`); two streams of one request
+            may search the same named vector under different names.
+        filter: Conditions this stream alone adds to its request's filter (a period, say).
+    """
 
     using: str
     vector: list[float] | SparseVec
     limit: int
+    name: str = ""
+    filter: Filter | None = None
+
+    @property
+    def label(self) -> str:
+        """The stream's name in results: `name`, or the named vector it searches."""
+        return self.name or self.using
+
+    def narrowed(self, flt: Filter) -> Filter:
+        """`flt` with this stream's own conditions added."""
+        if self.filter is None:
+            return flt
+        return Filter(flt.must + self.filter.must, flt.must_not + self.filter.must_not)
 
 
 @dataclass(frozen=True, slots=True)

@@ -84,16 +84,16 @@ def _with_payload(with_payload: bool | Sequence[str]) -> Any:
 
 def render_request(req: Search | Fused) -> models.QueryRequest:
     """Render a plan search as a qdrant-client query request."""
-    flt = render_filter(req.filter)
     if isinstance(req, Search):
         return models.QueryRequest(
             query=_vector(req.stream.vector),
             using=req.stream.using,
-            filter=flt,
+            filter=render_filter(req.stream.narrowed(req.filter)),
             limit=req.limit,
             with_payload=_with_payload(req.with_payload),
             score_threshold=req.score_threshold,
         )
+    flt = render_filter(req.filter)
     return models.QueryRequest(
         prefetch=[
             # Qdrant's RRF over a single list scores rank r (from 1) as 1 / (r + k' - 1): with
@@ -101,7 +101,10 @@ def render_request(req: Search | Fused) -> models.QueryRequest:
             models.Prefetch(
                 prefetch=[
                     models.Prefetch(
-                        query=_vector(s.vector), using=s.using, limit=s.limit, filter=flt
+                        query=_vector(s.vector),
+                        using=s.using,
+                        limit=s.limit,
+                        filter=flt if s.filter is None else render_filter(s.narrowed(req.filter)),
                     )
                 ],
                 query=models.RrfQuery(rrf=models.Rrf(k=req.k + 1)),
