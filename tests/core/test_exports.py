@@ -103,6 +103,7 @@ EPISODEX = [
     "format_recall",
     "import_memories",
     "message_line",
+    "named_period",
     "open_engine",
     "render_episodes",
     "render_memories",

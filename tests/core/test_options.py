@@ -36,6 +36,7 @@ DOCUMENTED_DEFAULTS: RecallOptions = {
     "bm25_weight": 0.3,
     "splade_weight": 0.2,
     "splade_short_weight": 0.2,
+    "dated_weight": 0.3,
     "stage1_limit": 100,
     "rrf_k": 20,
     "with_stream_ranks": True,
@@ -102,7 +103,7 @@ async def test_every_recall_option_reaches_the_store(memory: EpisodicMemory) -> 
         "streams"
         not in (await memory.recall(**kw, with_stream_ranks=False))["previous_conversations"][0]
     )
-    for name in ("short_weight", "long_weight", "bm25_weight"):
+    for name in ("short_weight", "long_weight", "bm25_weight", "dated_weight"):
         with pytest.raises(ValidationError, match=name):
             await memory.recall(**kw, **{name: -1.0})  # pyright: ignore[reportArgumentType]
     for name in ("stage1_limit", "rrf_k"):

@@ -37,6 +37,7 @@ from episodex._episodes.block import format_recall
 from episodex._episodes.memory import EpisodicMemory, SyncEpisodicMemory
 from episodex._episodes.model import ConversationEpisode
 from episodex._episodes.options import RecallOptions, validate_recall_options
+from episodex._episodes.periods import named_period
 from episodex._episodes.recorder import EpisodeRecorder, RecorderStats
 from episodex._episodes.reindex import ReindexReport
 from episodex._episodes.spans import SpanEpisode, message_line, span_episodes
@@ -159,6 +160,7 @@ __all__ = [
     "format_recall",
     "import_memories",
     "message_line",
+    "named_period",
     "open_engine",
     "render_episodes",
     "render_memories",

@@ -54,6 +54,7 @@ _RECALL_FLAGS: tuple[tuple[str, str, type[int] | type[float]], ...] = (
     ("--bm25-weight", "bm25_weight", float),
     ("--splade-weight", "splade_weight", float),
     ("--splade-short-weight", "splade_short_weight", float),
+    ("--dated-weight", "dated_weight", float),
     ("--stage1-limit", "stage1_limit", int),
     ("--rrf-k", "rrf_k", int),
 )

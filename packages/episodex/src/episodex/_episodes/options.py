@@ -46,6 +46,15 @@ class RecallOptions(TypedDict, total=False):
     """Fusion weight of the SPLADE stream over the short summary alone (default 0.2; ignored,
     as 0, by a store opened without the SPLADE streams)."""
 
+    dated_weight: float
+    """Fusion weight of the `dated` stream (default 0.3; 0 turns it off).
+
+    When the query names a period outright (`on 9 May, 2023`, `in July 2022`, `summer 2021`,
+    `in 2023`; English, no relative dates), the short-summary dense stream searches once more
+    among the episodes whose time span meets that period, widened by 14 days each side, and
+    joins the fusion as `dated`. A query naming no period has no such stream.
+    """
+
     stage1_limit: int
     """How many candidates each stream finds before fusion (default 100)."""
 

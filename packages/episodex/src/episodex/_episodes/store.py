@@ -49,6 +49,7 @@ from episodex._episodes import stats as stats_
 from episodex._episodes import transfer
 from episodex._episodes.model import ConversationEpisode, payload_to_item
 from episodex._episodes.options import RecallOptions, check_recall_options
+from episodex._episodes.periods import named_period, period_filter
 from episodex._episodes.transfer import ImportReport
 
 __all__ = ["EpisodeStore", "ImportReport", "RecallResult"]
@@ -68,6 +69,8 @@ LEARNED = ("splade", "splade_short")
 DEFAULT_WEIGHTS = {"short": 0.05, "long": 0.05, "bm25": 0.3, "splade": 0.2, "splade_short": 0.2}
 #: Reciprocal Rank Fusion constant unless a recall says otherwise (chosen with the weights).
 DEFAULT_RRF_K = 20
+#: Fusion weight of the `dated` stream when a query names a period (chosen the same way).
+DEFAULT_DATED_WEIGHT = 0.3
 RecallResult = dict[str, list[dict[str, Any]]]
 #: One episode's vectors while a `memorize_many` holds them: dense rows, sparse (indices, values).
 _Packed = tuple[
@@ -366,8 +369,10 @@ class EpisodeStore:
         """Recall episodes for a query.
 
         The short, long, BM25, SPLADE and SPLADE-short searches each take their `stage1_limit`
-        best; the engine fuses them by weighted Reciprocal Rank Fusion, once among the current conversation's episodes
-        and once among the others. `RecallOptions` documents each option and its default.
+        best (and, when the query names a period, `dated`: the short search again within that
+        period); the engine fuses them by weighted Reciprocal Rank Fusion, once among the
+        current conversation's episodes and once among the others. `RecallOptions` documents
+        each option and its default.
 
         Returns `{"same_conversation": [...], "previous_conversations": [...]}`, each best
         first. Each item has `point_id`, `score`, `short_summary_text`, `long_summary_text`,
@@ -408,13 +413,20 @@ class EpisodeStore:
         if not sides:
             return result
 
-        streams = self._streams(query, weights, stage1)
+        dated_weight = require_weight(
+            "dated_weight", options.get("dated_weight", DEFAULT_DATED_WEIGHT)
+        )
+        period = named_period(query) if dated_weight > 0 else None
+        weights["dated"] = dated_weight if period is not None else 0.0
+        streams = self._streams(
+            query, weights, stage1, None if period is None else period_filter(period)
+        )
         if not streams:
             return result  # a query of only stopwords with only the BM25 stream weighted
         requests = [
             Fused(
                 streams=tuple(streams),
-                weights=tuple(weights[s.using] for s in streams),
+                weights=tuple(weights[s.label] for s in streams),
                 k=k,
                 filter=flt,
                 limit=limit,
@@ -472,8 +484,16 @@ class EpisodeStore:
                 raise ValidationError(f"seen_until ({until}) is before seen_from ({start})")
         return Range("end_index", gte=start, lt=until)
 
-    def _streams(self, query: str, weights: Mapping[str, float], stage1: int) -> list[Stream]:
-        want_dense = weights["short"] > 0 or weights["long"] > 0
+    def _streams(
+        self,
+        query: str,
+        weights: Mapping[str, float],
+        stage1: int,
+        period: Filter | None = None,
+    ) -> list[Stream]:
+        """The query's streams; with `period`, also `dated` (short dense within the period)."""
+        dated = period is not None and weights.get("dated", 0.0) > 0
+        want_dense = weights["short"] > 0 or weights["long"] > 0 or dated
         want_learned = self.splade is not None and any(weights[name] > 0 for name in LEARNED)
         splade = self.splade
         if want_dense and want_learned and splade is not None:
@@ -490,6 +510,8 @@ class EpisodeStore:
             streams.extend(
                 Stream(name, dense, stage1) for name in ("short", "long") if weights[name] > 0
             )
+            if dated:
+                streams.append(Stream("short", dense, stage1, name="dated", filter=period))
         if weights["bm25"] > 0:
             sparse = self.bm25.query(query)
             if sparse.indices:
