@@ -57,7 +57,7 @@ from _common import (
 from episodex import EpisodicMemory, default_embedder
 from episodex._embedders.base import Embedder
 from episodex._embedders.cache import VectorCacheEmbedder
-from episodex._episodes.store import DEFAULT_RRF_K, DEFAULT_WEIGHTS
+from episodex._episodes.store import DEFAULT_DATED_WEIGHT, DEFAULT_RRF_K, DEFAULT_WEIGHTS
 
 AGENT = "locomo"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -173,6 +173,7 @@ class Search:
     splade_weight: float = DEFAULT_WEIGHTS["splade"]
     splade_short_weight: float = DEFAULT_WEIGHTS["splade_short"]
     rerank: Rerank | None = None
+    dated_weight: float = DEFAULT_DATED_WEIGHT
 
     @property
     def name(self) -> str:
@@ -183,6 +184,8 @@ class Search:
             w += f"/splade {self.splade_weight:g}"
         if self.splade_short_weight:
             w += f"/splade_short {self.splade_short_weight:g}"
+        if self.dated_weight:
+            w += f"/dated {self.dated_weight:g}"
         return self.label or f"hybrid {w} k={self.rrf_k}" + (
             "" if self.stage1 == 100 else f" s1={self.stage1}"
         )
@@ -192,7 +195,13 @@ DEFAULT_RECIPE = Recipe()
 _W = DEFAULT_WEIGHTS
 DEFAULT = Search(
     label=f"default {_W['short']:g}/{_W['long']:g}/{_W['bm25']:g}/splade {_W['splade']:g}"
-    f"/splade_short {_W['splade_short']:g}, k={DEFAULT_RRF_K}"
+    f"/splade_short {_W['splade_short']:g}/dated {DEFAULT_DATED_WEIGHT:g}, k={DEFAULT_RRF_K}"
+)
+#: The default without the `dated` stream (the sixth pass's default).
+UNDATED = replace(
+    DEFAULT,
+    label=DEFAULT.label.replace(f"/dated {DEFAULT_DATED_WEIGHT:g}", ", no dated"),
+    dated_weight=0.0,
 )
 SEED = Search(
     0.2,
@@ -232,7 +241,12 @@ SPLADE = Search(
 SPLADE_SHORT = Search(
     0.0, 0.0, 0.0, label="SPLADE-short only", splade_weight=0.0, splade_short_weight=1.0
 )
-MODES = (DENSE, BM25, SPLADE, SPLADE_SHORT, PREVIOUS, FOUR_STREAMS, DEFAULT)
+# The single-stream modes and the earlier defaults had no `dated` stream.
+SEED, PREVIOUS, FOUR_STREAMS, DENSE, BM25, SPLADE, SPLADE_SHORT = (
+    replace(s, dated_weight=0.0)
+    for s in (SEED, PREVIOUS, FOUR_STREAMS, DENSE, BM25, SPLADE, SPLADE_SHORT)
+)
+MODES = (DENSE, BM25, SPLADE, SPLADE_SHORT, PREVIOUS, FOUR_STREAMS, UNDATED, DEFAULT)
 BASELINE = 5  # the row of MODES the exploration compares with
 
 
@@ -327,6 +341,7 @@ def recalled(
         bm25_weight=search.bm25_weight,
         splade_weight=search.splade_weight,
         splade_short_weight=search.splade_short_weight,
+        dated_weight=search.dated_weight,
         stage1_limit=search.stage1,
         rrf_k=search.rrf_k,
         # Ranks per stream do not change the order; leaving them out halves the run time.
