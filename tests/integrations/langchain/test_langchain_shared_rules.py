@@ -124,6 +124,7 @@ def test_every_adapter_takes_exactly_the_core_recall_options(memory: EpisodicMem
         "bm25_weight": 0.3,
         "splade_weight": 0.3,
         "splade_short_weight": 0.1,
+        "dated_weight": 0.2,
         "stage1_limit": 50,
         "rrf_k": 10,
         "seen_from": 0,
