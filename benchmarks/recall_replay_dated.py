@@ -6,10 +6,11 @@ Uses `recall_replay.py`'s replay of the five-stream recall (see its docstring). 
 names a period (`episodex.named_period`: 60 of the 505 dev questions, e.g. "What did Joanna
 watch on 1 May, 2022?", "Where did Joanna travel to in July 2022?") gets a sixth stream: one of
 the five searched again among the episodes whose session date lies in that period widened by
-a slack each side, fused by weighted RRF with its own weight. Three checks:
+a slack each side, fused by weighted RRF with its own weight. Four checks:
 - which stream to search again, the slack and the weight (125 settings), against the five
   streams alone;
 - one or two dated streams (dense short with long, BM25 or a SPLADE stream);
+- the slack before and after the period apart (60 settings), against the new default;
 - the five weights and k re-gridded with the chosen dated stream (729 settings), against the
   new default.
 """
@@ -49,17 +50,23 @@ class Dated:
             when = {t.dia_id: parse_session_date(t.date) for t in convs[d["name"]].turns}
             self.times.append(np.array([when[x].timestamp() for x in d["dia"]]))  # type: ignore[union-attr]
             self.periods.append([named_period(q) for q in d["questions"]])
-        self._memo: dict[tuple[int, int, str, int], np.ndarray] = {}
+        self._memo: dict[tuple[int, int, str, int | tuple[int, int]], np.ndarray] = {}
 
-    def dated_ranking(self, conv: int, question: int, stream: str, slack: int) -> np.ndarray:
-        """Stream's ranking among the episodes of the question's period (empty if it names none)."""
+    def dated_ranking(
+        self, conv: int, question: int, stream: str, slack: int | tuple[int, int]
+    ) -> np.ndarray:
+        """Stream's ranking among the episodes of the question's period (empty if it names none).
+
+        `slack` widens the period by that many days each side, or (before, after) days.
+        """
         key = (conv, question, stream, slack)
+        before, after = slack if isinstance(slack, tuple) else (slack, slack)
         if key not in self._memo:
             period = self.periods[conv][question]
             order = np.zeros(0, dtype=int)
             if period is not None:
-                lo = (period[0] - timedelta(days=slack)).timestamp()
-                hi = (period[1] + timedelta(days=slack)).timestamp()
+                lo = (period[0] - timedelta(days=before)).timestamp()
+                hi = (period[1] + timedelta(days=after)).timestamp()
                 t = self.times[conv]
                 idx = np.flatnonzero((t >= lo) & (t < hi))
                 scores = self.base[conv][stream][question]
@@ -72,7 +79,7 @@ class Dated:
     def run(
         self,
         dated: dict[str, float],
-        slack: int = DATED_SLACK.days,
+        slack: int | tuple[int, int] = DATED_SLACK.days,
         weights: dict[str, float] = DEFAULT_WEIGHTS,
         k: int = DEFAULT_RRF_K,
     ) -> rr.Result:
@@ -143,6 +150,24 @@ def main() -> None:
             grid + pairs,
             undated,
             top=10,
+        )
+    )
+    asymmetric = [
+        (
+            f"{before} days before, {after} after, weight {w:g}",
+            dated.run({"short": w}, (before, after)),
+        )
+        for before, after, w in itertools.product(
+            (0, 3, 7, 14, 31), (7, 14, 31, 60), (0.2, 0.3, 0.5)
+        )
+    ]
+    parts.append(
+        rr.loo_section(
+            "Slack before and after the period; against the new default",
+            "People tell of an event after it: a wider slack after the period than before it.",
+            asymmetric,
+            default,
+            top=6,
         )
     )
     weights: list[tuple[str, rr.Result]] = []
