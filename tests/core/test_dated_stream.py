@@ -176,3 +176,16 @@ def test_the_cli_takes_dated_weight(tmp_path: Path, capsys: pytest.CaptureFixtur
         "dated" not in hit["streams"]
         for hit in json.loads(capsys.readouterr().out)["previous_conversations"]
     )
+
+
+async def test_a_bad_dated_weight_is_refused_even_when_nothing_is_searched(
+    memory: EpisodicMemory,
+) -> None:
+    with pytest.raises(ValidationError, match="dated_weight"):
+        await memory.recall(
+            user_id="u",
+            agent_id="a",
+            query="in May 2023",
+            previous_conversation_limit=0,
+            dated_weight=-1.0,
+        )

@@ -397,6 +397,9 @@ class EpisodeStore:
         k = require_int("rrf_k", options.get("rrf_k", DEFAULT_RRF_K), minimum=1)
         with_stream_ranks = options.get("with_stream_ranks", True)
         weights = self._weights(options)
+        dated_weight = require_weight(
+            "dated_weight", options.get("dated_weight", DEFAULT_DATED_WEIGHT)
+        )
         result: RecallResult = {"same_conversation": [], "previous_conversations": []}
         sides: list[tuple[str, Filter, int]] = []
         seen = self._seen_window(options)
@@ -413,9 +416,6 @@ class EpisodeStore:
         if not sides:
             return result
 
-        dated_weight = require_weight(
-            "dated_weight", options.get("dated_weight", DEFAULT_DATED_WEIGHT)
-        )
         period = named_period(query) if dated_weight > 0 else None
         weights["dated"] = dated_weight if period is not None else 0.0
         streams = self._streams(
