@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Generator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
-from episodex import Engine, EngineOptions
+from episodex import Engine, EngineOptions, open_engine
+from episodex.plan import CollectionSpec, Point
 
 __all__ = [
     "BACKENDS",
@@ -65,3 +68,19 @@ def drop_server_collections(engine: Engine) -> None:
     for c in client.get_collections().collections:
         if c.name.startswith(prefix):
             client.delete_collection(c.name)
+
+
+@contextmanager
+def loaded_engine(
+    backend: str, folder: Path, spec: CollectionSpec, points: Sequence[Point]
+) -> Generator[Engine]:
+    """An engine of `backend` holding `points` in a new collection of `spec`; closed after."""
+    path, options = engine_options(backend, folder)
+    engine = open_engine(path=str(path) if path else None, **options)
+    try:
+        engine.ensure_collection(spec)
+        engine.upsert(spec.name, list(points))
+        yield engine
+    finally:
+        drop_server_collections(engine)
+        engine.close()

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from episodex import Engine, open_engine
+from episodex import Engine
 from episodex.plan import (
     CollectionSpec,
     Filter,
@@ -29,7 +29,7 @@ from episodex.plan import (
     Stream,
 )
 
-from .backends import BACKENDS, drop_server_collections, engine_options
+from .backends import BACKENDS, loaded_engine
 
 COLLECTION = "congruence"
 SPEC = CollectionSpec(
@@ -64,15 +64,8 @@ def point(i: int) -> Point:
 
 @pytest.fixture(params=BACKENDS)
 def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
-    path, options = engine_options(request.param, tmp_path)
-    eng = open_engine(path=str(path) if path else None, **options)
-    eng.ensure_collection(SPEC)
-    eng.upsert(COLLECTION, [point(i) for i in range(12)])
-    try:
+    with loaded_engine(request.param, tmp_path, SPEC, [point(i) for i in range(12)]) as eng:
         yield eng
-    finally:
-        drop_server_collections(eng)
-        eng.close()
 
 
 def numbers(hits: list[Hit]) -> list[int]:
@@ -148,16 +141,9 @@ def test_searches_give_the_expected_hits(
 def test_every_backend_fuses_like_the_embedded_one(tmp_path: Path, other: str) -> None:
     answers: dict[str, list[tuple[int, float]]] = {}
     for backend in ("edge", other):
-        path, options = engine_options(backend, tmp_path)
-        eng = open_engine(path=str(path) if path else None, **options)
-        try:
-            eng.ensure_collection(SPEC)
-            eng.upsert(COLLECTION, [point(i) for i in range(12)])
+        with loaded_engine(backend, tmp_path, SPEC, [point(i) for i in range(12)]) as eng:
             [hits] = eng.query(COLLECTION, [FUSED])
             answers[backend] = [(IDS.index(h.id), round(h.score, 5)) for h in hits]
-        finally:
-            drop_server_collections(eng)
-            eng.close()
     first = answers["edge"]
     assert sorted(i for i, _ in first) == list(range(9))
     assert len({score for _, score in first}) == 9  # no ties: the order is fully determined

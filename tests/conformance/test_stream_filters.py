@@ -12,10 +12,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from episodex import Engine, open_engine
+from episodex import Engine
 from episodex.plan import CollectionSpec, Filter, Fused, Hit, Match, Point, Range, Search, Stream
 
-from .backends import BACKENDS, drop_server_collections, engine_options
+from .backends import BACKENDS, loaded_engine
 
 COLLECTION = "narrowed"
 SPEC = CollectionSpec(name=COLLECTION, dense={"a": 2}, tenant_key="user", floats=("when",))
@@ -37,15 +37,8 @@ def point(i: int) -> Point:
 
 @pytest.fixture(params=BACKENDS)
 def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
-    path, options = engine_options(request.param, tmp_path)
-    eng = open_engine(path=str(path) if path else None, **options)
-    eng.ensure_collection(SPEC)
-    eng.upsert(COLLECTION, [point(i) for i in range(10)])
-    try:
+    with loaded_engine(request.param, tmp_path, SPEC, [point(i) for i in range(10)]) as eng:
         yield eng
-    finally:
-        drop_server_collections(eng)
-        eng.close()
 
 
 def numbers(hits: list[Hit]) -> list[int]:
