@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["MAX_INPUT_CHARS", "Embedder", "Matrix", "clip_texts"]
+from episodex._common.errors import EmbeddingError
+
+__all__ = ["MAX_INPUT_CHARS", "Embedder", "Matrix", "clip_texts", "embed_documents", "embed_query"]
 
 if TYPE_CHECKING:
     pass
@@ -51,3 +53,50 @@ class Embedder(Protocol):
 
 def clip_texts(texts: Sequence[str]) -> list[str]:
     return [t[:MAX_INPUT_CHARS] for t in texts]
+
+
+def _checked(embedder: Embedder, raw: object, shape: tuple[int, ...], what: str) -> Matrix:
+    """`raw` if it has `shape` and only numbers float32 can hold, else `EmbeddingError`.
+
+    An embedder is the user's object or a remote API: what it answers is checked before a
+    vector reaches an engine, where a NaN or an infinity would be stored (or ranked first)
+    without a word, and a missing row would fail as an `IndexError` halfway through a write.
+    """
+    try:
+        array = np.asarray(raw)
+        # NaN fails the comparison too; a float64 beyond float32's range would be infinity
+        # once the engine stores it in float32.
+        with np.errstate(invalid="ignore"):
+            finite = np.abs(array.astype(np.float64, copy=False)) <= np.finfo(np.float32).max
+    except (TypeError, ValueError) as exc:
+        raise EmbeddingError(
+            f"the embedder {embedder.model_id!r} returned {what} that is not an array of "
+            f"numbers ({exc})"
+        ) from None
+    if array.shape != shape:
+        raise EmbeddingError(
+            f"the embedder {embedder.model_id!r} returned {what} of shape {array.shape}, "
+            f"expected {shape} (one row per text, {embedder.dimension} numbers each); nothing "
+            "was written. Check the embedder and its dimension"
+        )
+    if not finite.all():
+        row = int(np.argwhere(~finite)[0][0]) if array.ndim == 2 else 0
+        raise EmbeddingError(
+            f"the embedder {embedder.model_id!r} returned a vector that is not finite (NaN, "
+            f"infinity or a number beyond float32) for text {row}; nothing was written. "
+            "Check the embedding model or service"
+        )
+    return array  # pyright: ignore[reportUnknownVariableType]
+
+
+def embed_documents(embedder: Embedder, texts: Sequence[str]) -> Matrix:
+    """The embedder's vectors of `texts`, checked: one finite row of its dimension per text."""
+    if not texts:
+        return np.zeros((0, embedder.dimension), dtype=np.float32)
+    raw = embedder.embed_documents(texts)
+    return _checked(embedder, raw, (len(texts), embedder.dimension), "document vectors")
+
+
+def embed_query(embedder: Embedder, text: str) -> Matrix:
+    """The embedder's vector of a query, checked: finite, of its dimension."""
+    return _checked(embedder, embedder.embed_query(text), (embedder.dimension,), "a query vector")

@@ -11,7 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from episodex._engines.plan import CollectionSpec, Filter, Fused, Hit, Point, Search
+import numpy as np
+
+from episodex._common.errors import ValidationError
+from episodex._engines.plan import CollectionSpec, Filter, Fused, Hit, Point, Search, SparseVec
 
 __all__ = [
     "STAGING_MARK",
@@ -19,6 +22,7 @@ __all__ = [
     "ReindexableEngine",
     "StreamRanks",
     "explain_fused",
+    "refuse_non_finite",
     "stream_searches",
 ]
 
@@ -27,6 +31,43 @@ STAGING_MARK = "_reindex_"
 
 #: For one hit: stream name -> (rank from 1, that stream's score).
 StreamRanks = dict[str, tuple[int, float]]
+
+# Both engines keep vectors in float32: a larger number would become infinity there.
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def _finite(values: list[float] | SparseVec) -> bool:
+    numbers = values.values if isinstance(values, SparseVec) else values
+    # NaN fails every comparison, so one test covers NaN, infinity and float32 overflow.
+    return bool(np.all(np.abs(np.asarray(numbers, dtype=np.float64)) <= _FLOAT32_MAX))
+
+
+def refuse_non_finite(items: Sequence[Point] | Sequence[Search | Fused]) -> None:
+    """Raise `ValidationError` for a point or query whose vector holds a non-finite number.
+
+    Every engine calls it before writing or searching: left to the backends, Qdrant Edge stored
+    a NaN vector silently (the point could never be found again) while qdrant-client refused
+    NaN but stored infinity, whose NaN scores then ranked first in every search.
+    """
+    seen: set[int] = set()  # a recall hands one query vector to several streams
+    for item in items:
+        if isinstance(item, Point):
+            named = [*item.dense.items(), *item.sparse.items()]
+            where = f"point {item.id!r}"
+        else:
+            streams = item.streams if isinstance(item, Fused) else (item.stream,)
+            named = [(s.using, s.vector) for s in streams]
+            where = "the query"
+        for name, vector in named:
+            if id(vector) in seen:
+                continue
+            seen.add(id(vector))
+            if not _finite(vector):
+                raise ValidationError(
+                    f"{where}: its {name!r} vector is not finite (it holds NaN, infinity or a "
+                    "number beyond float32); nothing was written or searched. Check the "
+                    "embedder that made it"
+                )
 
 
 @runtime_checkable

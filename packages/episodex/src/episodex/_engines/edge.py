@@ -22,7 +22,13 @@ from episodex._common.errors import (
 )
 from episodex._common.files import atomic_write
 from episodex._common.lockfile import FolderLock
-from episodex._engines.base import STAGING_MARK, StreamRanks, explain_fused, stream_searches
+from episodex._engines.base import (
+    STAGING_MARK,
+    StreamRanks,
+    explain_fused,
+    refuse_non_finite,
+    stream_searches,
+)
 from episodex._engines.plan import (
     CollectionSpec,
     Condition,
@@ -569,6 +575,7 @@ class EdgeEngine:
         """Insert or replace points in one update operation."""
         if not points:
             return
+        refuse_non_finite(points)
         key = self._key(collection)
         rendered = [
             qe.Point(
@@ -637,6 +644,7 @@ class EdgeEngine:
 
     def query(self, collection: str, requests: Sequence[Search | Fused]) -> list[list[Hit]]:
         """Run the requests as one batch."""
+        refuse_non_finite(requests)
         key, memo = self._key(collection), {}
         rendered = [render_request(r, key=key, memo=memo) for r in requests]
         with self._lock:
@@ -654,6 +662,7 @@ class EdgeEngine:
         self, collection: str, requests: Sequence[Fused]
     ) -> list[list[tuple[Hit, StreamRanks]]]:
         """Fused searches with each hit's stream ranks, in one batch."""
+        refuse_non_finite(requests)
         key, memo = self._key(collection), {}
         rendered = [render_request(r, key=key, memo=memo) for r in requests]
         rendered += [

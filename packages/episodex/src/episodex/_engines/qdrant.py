@@ -9,7 +9,13 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import Any, TypeVar
 
 from episodex._common.errors import EngineError, EngineUnavailableError
-from episodex._engines.base import STAGING_MARK, StreamRanks, explain_fused, stream_searches
+from episodex._engines.base import (
+    STAGING_MARK,
+    StreamRanks,
+    explain_fused,
+    refuse_non_finite,
+    stream_searches,
+)
 from episodex._engines.plan import (
     CollectionSpec,
     Condition,
@@ -286,6 +292,7 @@ class QdrantClientEngine:
         """Insert or replace points in one request, waiting for it to be applied."""
         if not points:
             return
+        refuse_non_finite(points)
         structs = [
             models.PointStruct(
                 id=p.id,
@@ -307,6 +314,7 @@ class QdrantClientEngine:
 
     def query(self, collection: str, requests: Sequence[Search | Fused]) -> list[list[Hit]]:
         """Run the requests as one batch."""
+        refuse_non_finite(requests)
         rendered = [render_request(r) for r in requests]
         answers = self._call(
             "query", lambda: self._client.query_batch_points(self._name(collection), rendered)
@@ -317,6 +325,7 @@ class QdrantClientEngine:
         self, collection: str, requests: Sequence[Fused]
     ) -> list[list[tuple[Hit, StreamRanks]]]:
         """Fused searches with each hit's stream ranks, in one batch."""
+        refuse_non_finite(requests)
         rendered = [render_request(r) for r in [*requests, *stream_searches(requests)]]
         answers = self._call(
             "query", lambda: self._client.query_batch_points(self._name(collection), rendered)

@@ -23,7 +23,7 @@ from episodex._common.errors import (
 )
 from episodex._common.helpers import both
 from episodex._common.validation import require_id, require_int, require_weight
-from episodex._embedders.base import Embedder
+from episodex._embedders.base import Embedder, embed_documents, embed_query
 from episodex._embedders.splade import SpladeEncoder
 from episodex._engines.base import Engine
 from episodex._engines.collection import (
@@ -165,7 +165,7 @@ class EpisodeStore:
         from it, so a new stream is added in one place.
         """
         texts = [text for pair in summaries for text in pair]
-        dense = self.embedder.embed_documents(texts)
+        dense = embed_documents(self.embedder, texts)
         joined = [f"{short}\n{long}" for short, long in summaries]
         learned = learned_short = None
         if self.splade is not None:
@@ -499,10 +499,10 @@ class EpisodeStore:
         if want_dense and want_learned and splade is not None:
             # Both encoders release the GIL: the SPLADE one runs on a helper thread meanwhile.
             dense_vec, learned = both(
-                lambda: self.embedder.embed_query(query), lambda: splade.query(query)
+                lambda: embed_query(self.embedder, query), lambda: splade.query(query)
             )
         else:
-            dense_vec = self.embedder.embed_query(query) if want_dense else None
+            dense_vec = embed_query(self.embedder, query) if want_dense else None
             learned = splade.query(query) if want_learned and splade is not None else None
         streams: list[Stream] = []
         if dense_vec is not None:

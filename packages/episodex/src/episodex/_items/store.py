@@ -15,7 +15,7 @@ from typing import Any
 
 from episodex._common.errors import ValidationError
 from episodex._common.validation import require_int, require_weight
-from episodex._embedders.base import Embedder
+from episodex._embedders.base import Embedder, embed_documents, embed_query
 from episodex._engines.base import Engine
 from episodex._engines.collection import open_collection, tenant_filter
 from episodex._engines.plan import CollectionSpec, Filter, Fused, HasId, Point, Stream
@@ -147,7 +147,7 @@ class ItemStore:
 
     def _points(self, puts: Sequence[ItemPut]) -> list[Point]:
         texts = [p.text for p in puts if p.text is not None]
-        vectors = iter(self.embedder.embed_documents(texts) if texts else [])
+        vectors = iter(embed_documents(self.embedder, texts))
         points: list[Point] = []
         for put in puts:
             dense: dict[str, list[float]] = {}
@@ -263,7 +263,7 @@ class ItemStore:
         streams: list[Stream] = []
         depth = max(stage1, wanted)
         if weights["text"] > 0:
-            streams.append(Stream("text", self.embedder.embed_query(query).tolist(), depth))
+            streams.append(Stream("text", embed_query(self.embedder, query).tolist(), depth))
         if weights["bm25"] > 0:
             sparse = self.bm25.query(query)
             if sparse.indices:

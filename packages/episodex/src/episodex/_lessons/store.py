@@ -8,7 +8,7 @@ from typing import Any
 
 from episodex._common.errors import ValidationError
 from episodex._common.validation import require_id
-from episodex._embedders.base import Embedder
+from episodex._embedders.base import Embedder, embed_documents
 from episodex._engines.base import Engine
 from episodex._engines.collection import (
     delete_counted,
@@ -66,7 +66,7 @@ class LessonStore:
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
             return []
-        return [row.tolist() for row in self.embedder.embed_documents(list(texts))]
+        return [row.tolist() for row in embed_documents(self.embedder, list(texts))]
 
     def with_embeddings(self, memories: Sequence[StepMemory]) -> list[StepMemory]:
         """The memories with this store's state embeddings.

@@ -17,7 +17,7 @@ from episodex._common.errors import (
 from episodex._common.host import EngineHost
 from episodex._common.sync import in_thread
 from episodex._common.validation import require_int, require_weight
-from episodex._embedders.base import Embedder
+from episodex._embedders.base import Embedder, embed_documents, embed_query
 from episodex._engines.base import Engine
 from episodex._engines.collection import foreign_claims, open_collection
 from episodex._engines.factory import EngineOptions, check_engine_options, open_engine
@@ -178,7 +178,7 @@ class QdrantTaskStore(BaseMemoryStore):
     # -- synchronous core ----------------------------------------------------------------
 
     def _point(self, episode: Episode, text: str) -> Point:
-        dense = self.embedder.embed_documents([text])[0].tolist()
+        dense = embed_documents(self.embedder, [text])[0].tolist()
         payload: dict[str, Any] = {
             "episode": episode.to_record(),
             "episode_id": episode.id_,
@@ -276,7 +276,7 @@ class QdrantTaskStore(BaseMemoryStore):
             return []
         stage1 = max(self.stage1_limit, k)
         dense = (
-            Stream("dense", self.embedder.embed_query(query).tolist(), stage1)
+            Stream("dense", embed_query(self.embedder, query).tolist(), stage1)
             if mode != "bm25" and weights["dense"] > 0
             else None
         )
