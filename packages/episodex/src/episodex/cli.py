@@ -36,6 +36,7 @@ from episodex._episodes.options import RecallOptions
 
 if TYPE_CHECKING:
     from episodex._episodes.memory import EpisodicMemory
+    from episodex._episodes.transfer import ImportReport
 
 __all__ = ["main"]
 
@@ -350,12 +351,15 @@ async def _import(args: argparse.Namespace, mem: EpisodicMemory) -> None:
         def progress(done: int) -> None:
             bar.update(done - bar.n)
 
-        try:
-            report = await mem.import_(
+        job = asyncio.ensure_future(
+            mem.import_(
                 io.BytesIO(data),
                 errors="skip" if args.skip_errors else "strict",
                 on_progress=progress,
             )
+        )
+        try:
+            report = await _outlive_interrupt(job)
         except ImportFileError as exc:
             # The core's advice names its keyword; a CLI user needs the flag.
             message = str(exc).replace("pass errors='skip'", "rerun with --skip-errors")
@@ -366,6 +370,30 @@ async def _import(args: argparse.Namespace, mem: EpisodicMemory) -> None:
     _write(f"imported {len(report.imported)} episode(s)")
     for line, why in report.skipped:
         sys.stderr.write(f"skipped line {line}: {why}\n")
+
+
+async def _outlive_interrupt(job: asyncio.Future[ImportReport]) -> ImportReport:
+    """Await an import; on Ctrl-C, wait for its end and say how it ended, then stop.
+
+    Its writes cannot stop halfway: interrupted, the import goes on in its thread to its end
+    (every episode stored, or none). Exiting without a word would leave the user to guess,
+    and importing the file again would then store its episodes twice. A second Ctrl-C ends
+    the wait.
+    """
+    try:
+        return await asyncio.shield(job)
+    except asyncio.CancelledError:
+        sys.stderr.write("episodex: interrupted; waiting for the import under way to end\n")
+        try:
+            report = await job
+        except Exception as exc:
+            sys.stderr.write(f"episodex: the import failed: {exc}\n")
+        else:
+            sys.stderr.write(
+                f"episodex: the import was finished before stopping: {len(report.imported)} "
+                "episode(s) imported\n"
+            )
+        raise
 
 
 async def _recall(args: argparse.Namespace, mem: EpisodicMemory) -> None:

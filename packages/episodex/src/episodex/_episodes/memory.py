@@ -270,9 +270,16 @@ class EpisodicMemory:
         self.close()
 
     def close(self) -> None:
-        """Close the store if this memory opened it; idempotent."""
+        """Close the store if this memory opened it; idempotent.
+
+        A write under way (one whose caller was cancelled or timed out goes on in its thread)
+        is let finish first, so it ends stored or taken back whole, never cut in half.
+        """
         if self._owns_engine:
-            self.engine.close()
+            # Closed under a running import, the engine failed the import's next batch and
+            # then its take-back too, leaving the batches before stored.
+            with self.store.write_lock:
+                self.engine.close()
 
     async def __aenter__(self) -> EpisodicMemory:
         return self

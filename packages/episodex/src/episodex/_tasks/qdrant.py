@@ -391,9 +391,11 @@ class QdrantTaskStore(BaseMemoryStore):
         await in_thread(self._update, episode_arg(episode))
 
     def close(self) -> None:
-        """Close the engine if this store opened it; idempotent."""
+        """Close the engine if this store opened it (after a write under way); idempotent."""
         if self._owns_engine:
-            self.engine.close()
+            # A write whose caller gave up goes on in its thread: let it finish its steps.
+            with self._write_lock:
+                self.engine.close()
 
     async def aclose(self) -> None:
         """Close the engine if this store opened it."""
