@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+import numpy as np
 import qdrant_edge as qe
 
 from episodex._common.errors import (
@@ -132,7 +133,13 @@ def _canonical(point_id: str) -> str:
 
 def _condition(cond: Condition, key: Keyer) -> Any:
     if isinstance(cond, Match):
-        return qe.FieldCondition(cond.key, match=qe.MatchValue(cond.value))
+        value = cond.value
+        if isinstance(value, bool):
+            # The binding reads a Python bool as the integer it also is (True -> 1), which
+            # matches the number 1 and never a stored `true`; numpy's bool is no int, so it
+            # stays a boolean, as qdrant-client renders it.
+            value = np.bool_(value)
+        return qe.FieldCondition(cond.key, match=qe.MatchValue(value))  # pyright: ignore[reportArgumentType]
     if isinstance(cond, MatchAny):
         return qe.FieldCondition(cond.key, match=qe.MatchAny(list(cond.values)))
     if isinstance(cond, MatchExcept):
