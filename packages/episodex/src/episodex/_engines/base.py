@@ -14,7 +14,16 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from episodex._common.errors import ValidationError
-from episodex._engines.plan import CollectionSpec, Filter, Fused, Hit, Point, Search, SparseVec
+from episodex._engines.plan import (
+    CollectionSpec,
+    Filter,
+    Fused,
+    Hit,
+    Point,
+    Range,
+    Search,
+    SparseVec,
+)
 
 __all__ = [
     "STAGING_MARK",
@@ -22,6 +31,7 @@ __all__ = [
     "ReindexableEngine",
     "StreamRanks",
     "explain_fused",
+    "ordered_page",
     "refuse_non_finite",
     "stream_searches",
 ]
@@ -189,3 +199,54 @@ def explain_fused(
         explained = [(to_hit(point), ranks[key]) for point, key in zip(fused, keys, strict=True)]
         out.append(explained)
     return out
+
+
+def ordered_page(
+    engine: Engine,
+    collection: str,
+    flt: Filter,
+    fetch: Callable[[bool | Sequence[str]], list[Hit]],
+    *,
+    key: str,
+    limit: int,
+    descending: bool,
+    with_payload: bool | Sequence[str],
+) -> list[Hit]:
+    """The first `limit` points ordered by the number at `key`, equal numbers by point id.
+
+    Descending is the exact reverse of ascending: among equal numbers, the greatest id first.
+
+    Each backend orders points holding the same number its own way (Qdrant Edge newest write
+    first, qdrant-client oldest first), so `read_recent` over episodes that ended at the same
+    time gave different episodes on each. `fetch` is the engine's own ordered scroll of
+    `limit` points with the given payload; the points tied with the last one are then read
+    whole (some may lie past the page) and every tie is put in id order.
+    """
+    if limit <= 0:
+        return []
+    fields: bool | Sequence[str] = True if with_payload is True else (*(with_payload or ()), key)
+    hits = fetch(fields)
+    values = [h.payload.get(key) for h in hits]
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+        return hits  # a nested key or a missing number: the engine's order stands
+    numbers: list[float] = [float(v) for v in values]  # pyright: ignore[reportArgumentType]
+    if len(hits) == limit:
+        last = numbers[-1]
+        tied = flt.and_(Range(key, gte=last, lte=last))
+        if engine.count(collection, tied) > numbers.count(last):
+            kept = [h for h, n in zip(hits, numbers, strict=True) if n != last]
+            offset: str | None = None
+            while True:
+                page, offset = engine.scroll(
+                    collection, tied, limit=256, with_payload=fields, offset=offset
+                )
+                kept.extend(page)
+                if offset is None or not page:
+                    break
+            hits = kept
+    # Descending is the exact reverse of ascending, ties included.
+    ordered = sorted(hits, key=lambda h: (float(h.payload[key]), h.id), reverse=descending)
+    ordered = ordered[:limit]
+    if with_payload is True or key in (with_payload or ()):
+        return ordered
+    return [Hit(h.id, h.score, {k: v for k, v in h.payload.items() if k != key}) for h in ordered]

@@ -27,6 +27,7 @@ from episodex._engines.base import (
     STAGING_MARK,
     StreamRanks,
     explain_fused,
+    ordered_page,
     refuse_non_finite,
     stream_searches,
 )
@@ -696,10 +697,39 @@ class EdgeEngine:
         offset: str | None = None,
     ) -> tuple[list[Hit], str | None]:
         """Page through matching points."""
-        order = None
         if order_by is not None:
-            direction = qe.Direction.Desc if descending else qe.Direction.Asc
-            order = qe.OrderBy(order_by, direction=direction)
+            key = order_by
+
+            def fetch(fields: bool | Sequence[str]) -> list[Hit]:
+                order = qe.OrderBy(
+                    key, direction=qe.Direction.Desc if descending else qe.Direction.Asc
+                )
+                return self._scroll(collection, flt, limit, fields, None, order)[0]
+
+            page = ordered_page(
+                self,
+                collection,
+                flt,
+                fetch,
+                key=key,
+                limit=limit,
+                descending=descending,
+                with_payload=with_payload,
+            )
+            return page, None
+        return self._scroll(collection, flt, limit, with_payload, offset, None)
+
+    def _scroll(
+        self,
+        collection: str,
+        flt: Filter,
+        limit: int,
+        with_payload: bool | Sequence[str],
+        offset: str | None,
+        order: Any,
+    ) -> tuple[list[Hit], str | None]:
+        if limit <= 0:
+            return [], None
         request = qe.ScrollRequest(
             offset=int(offset) if offset is not None and order is None else None,
             limit=limit,

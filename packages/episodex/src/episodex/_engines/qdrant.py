@@ -13,6 +13,7 @@ from episodex._engines.base import (
     STAGING_MARK,
     StreamRanks,
     explain_fused,
+    ordered_page,
     refuse_non_finite,
     stream_searches,
 )
@@ -344,12 +345,39 @@ class QdrantClientEngine:
         offset: str | None = None,
     ) -> tuple[list[Hit], str | None]:
         """Page through matching points."""
-        order = None
         if order_by is not None:
             order = models.OrderBy(
                 key=order_by,
                 direction=models.Direction.DESC if descending else models.Direction.ASC,
             )
+
+            def fetch(fields: bool | Sequence[str]) -> list[Hit]:
+                return self._scroll(collection, flt, limit, fields, None, order)[0]
+
+            page = ordered_page(
+                self,
+                collection,
+                flt,
+                fetch,
+                key=order_by,
+                limit=limit,
+                descending=descending,
+                with_payload=with_payload,
+            )
+            return page, None
+        return self._scroll(collection, flt, limit, with_payload, offset, None)
+
+    def _scroll(
+        self,
+        collection: str,
+        flt: Filter,
+        limit: int,
+        with_payload: bool | Sequence[str],
+        offset: str | None,
+        order: models.OrderBy | None,
+    ) -> tuple[list[Hit], str | None]:
+        if limit <= 0:
+            return [], None  # qdrant-client refuses 0; the embedded engine answers nothing
         records, next_offset = self._call(
             "scroll",
             lambda: self._client.scroll(
