@@ -6,7 +6,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from episodex import EmbeddingError, EngineError, StoreClosedError, ValidationError, run_sync
+from episodex import ConfigurationError, StoreClosedError, ValidationError, run_sync
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
     CallbackManagerForRetrieverRun,
@@ -30,10 +30,11 @@ class EpisodexRetriever(BaseRetriever):
     `_documents` (natively async); the sync path runs the same coroutine.
 
     A retriever usually feeds a prompt, so when the memory itself fails (its engine cannot be
-    reached, a model fails: `EngineError`, `EmbeddingError`) the failure is logged to the
-    `langchain_episodex` logger and no documents come back: the chain still reaches the model
-    and the user still gets an answer. `raise_on_failure=True` raises instead. Bad input, and
-    a memory already closed, always raise.
+    reached, a model fails, a stored episode cannot be read back: `EngineError`,
+    `EmbeddingError` or any other error) the failure is logged to the `langchain_episodex`
+    logger and no documents come back: the chain still reaches the model and the user still
+    gets an answer. `raise_on_failure=True` raises instead. Bad input (`ValidationError`,
+    `ConfigurationError`), and a memory already closed, always raise.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
@@ -78,9 +79,12 @@ class EpisodexRetriever(BaseRetriever):
     ) -> list[Document]:
         try:
             return await self._documents(query, k, options)
-        except StoreClosedError:
+        except (StoreClosedError, ValidationError, ConfigurationError):
             raise  # the caller's own mistake, not an outage
-        except (EngineError, EmbeddingError):
+        except Exception:
+            # Not only the engine's and the embedder's typed errors: a custom embedder's own
+            # exception, or an episode stored by another program that cannot be read back,
+            # would otherwise fail the chain this retriever feeds, and cost the answer.
             if self.raise_on_failure:
                 raise
             logger.warning(
@@ -99,6 +103,7 @@ class EpisodexRetriever(BaseRetriever):
         k: int | None = None,
         **overrides: Any,
     ) -> list[Document]:
+        _check_query(query)
         k, options = self._call_options(k, overrides)
         return run_sync(self._documents_or_none(query, k, options))
 
@@ -110,5 +115,16 @@ class EpisodexRetriever(BaseRetriever):
         k: int | None = None,
         **overrides: Any,
     ) -> list[Document]:
+        _check_query(query)
         k, options = self._call_options(k, overrides)
         return await self._documents_or_none(query, k, options)
+
+
+def _check_query(query: object) -> None:
+    # A retriever placed where a chain hands it a dict (or None) would fail deep inside with
+    # an AttributeError; say what it takes instead.
+    if not isinstance(query, str):
+        raise ValidationError(
+            f"a retriever query must be a string, got {type(query).__name__}: put the "
+            "retriever after a step that picks the question out (e.g. itemgetter('question'))"
+        )

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any, TypedDict, cast
 
 from episodex._common.errors import ConfigurationError
+from episodex._common.validation import require_int, require_weight
 
 __all__ = ["RecallOptions", "check_recall_options", "validate_recall_options"]
 
@@ -112,7 +113,9 @@ def validate_recall_options(
         owner: What was given them (a class or function name), to start the error message.
 
     Raises:
-        ConfigurationError: `options` is not a mapping, or names an option recall lacks.
+        ConfigurationError: `options` is not a mapping, names an option recall lacks, or
+            gives one a value recall refuses (a negative limit, a weight that is not a
+            finite number >= 0, a `with_stream_ranks` that is not a bool).
     """
     where = f"{owner}: " if owner else ""
     if options is None:
@@ -127,4 +130,31 @@ def validate_recall_options(
             f"{where}unknown recall option(s) {', '.join(unknown)} in recall_options; "
             f"known: {', '.join(sorted(RECALL_OPTION_NAMES))}"
         )
+    # Values are checked here too, as `recall` checks them: an adapter recalls on every turn
+    # and goes on without memory when a recall fails, so a value only `recall` refused would
+    # turn memory off for good, logged as an outage rather than reported as a mistake.
+    for name, value in options.items():
+        _check_value(str(name), value, where)
     return cast(RecallOptions, dict(options))
+
+
+# The least value of each integer option (recall's own minimums).
+_INT_MINIMUMS = {
+    "previous_conversation_limit": 0,
+    "same_conversation_limit": 0,
+    "stage1_limit": 1,
+    "rrf_k": 1,
+    "seen_from": 0,
+    "seen_until": 0,
+}
+
+
+def _check_value(name: str, value: object, where: str) -> None:
+    if name in _INT_MINIMUMS:
+        if name == "seen_until" and value is None:
+            return  # recall reads None as "open at the end"
+        require_int(f"{where}{name}", value, minimum=_INT_MINIMUMS[name], error=ConfigurationError)
+    elif name.endswith("_weight"):
+        require_weight(f"{where}{name}", value, error=ConfigurationError)
+    elif name == "with_stream_ranks" and not isinstance(value, bool):
+        raise ConfigurationError(f"{where}with_stream_ranks must be True or False, got {value!r}")

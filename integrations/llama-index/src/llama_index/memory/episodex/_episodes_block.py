@@ -64,6 +64,25 @@ def _exchange_end(messages: list[ChatMessage]) -> int:
     return 0
 
 
+def _id_rule(value: str) -> str:
+    """`value` if the store takes it as an id; else a ValueError pydantic names the field in."""
+    try:
+        return require_id("id", value)
+    except ConfigurationError as exc:
+        raise ValueError(str(exc).removeprefix("id ")) from None
+
+
+def _check_messages(messages: object) -> None:
+    """`messages` must be a list of LlamaIndex `ChatMessage`s (`ValidationError` if not)."""
+    if not isinstance(messages, list) or not all(
+        isinstance(m, ChatMessage)
+        for m in messages  # pyright: ignore[reportUnknownVariableType]
+    ):
+        raise ValidationError(
+            f"EpisodicMemoryBlock.aput takes a list of ChatMessage, got {messages!r:.80}"
+        )
+
+
 def _fingerprint(message: ChatMessage) -> int:
     """A message as the block records it (role, text, tools called), hashed."""
     return hash(message_lines([message])[0])
@@ -183,9 +202,9 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
     @field_validator("user_id", "agent_id")
     @classmethod
     def _id(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must be a non-empty string")
-        return value
+        # The store's whole id rule, not only "not blank": an id it refuses would have every
+        # episode rejected and every recall fail, turn after turn, while the agent answers.
+        return _id_rule(value)
 
     @field_validator("recall_options")
     @classmethod
@@ -198,9 +217,7 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
     @field_validator("conversation_id")
     @classmethod
     def _optional_id(cls, value: str | None) -> str | None:
-        if value is not None and not value.strip():
-            raise ValueError("must be a non-empty string or None")
-        return value
+        return None if value is None else _id_rule(value)
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -235,12 +252,14 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
                 conversation_id=conversation,
                 **options,
             )
+            # Rendered inside the try: an episode stored by another program that cannot be
+            # rendered fails the recall, not the agent's turn.
+            block = format_recall(result, max_tokens=self.max_tokens, encoding=self.encoding)
         except Exception as exc:
             # Memory is an aid: the agent answers without it rather than not at all.
             logger.warning("episodic recall failed; answering without memory", exc_info=True)
             self.recorder.note_recall_failure(exc)
             return ""
-        block = format_recall(result, max_tokens=self.max_tokens, encoding=self.encoding)
         self._keep(block, result)
         return block
 
@@ -361,6 +380,7 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
             ValidationError: No conversation id: neither `conversation_id` is set nor do the
                 messages carry the session id `Memory` stamps on them.
         """
+        _check_messages(messages)
         if session_id is not None:
             for message in messages:
                 message.additional_kwargs["session_id"] = session_id

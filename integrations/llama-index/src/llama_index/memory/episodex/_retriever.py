@@ -14,11 +14,10 @@ from llama_index.memory.episodex._checks import check_recall_options, require_id
 
 from episodex import (
     ConfigurationError,
-    EmbeddingError,
-    EngineError,
     EpisodicMemory,
     StoreClosedError,
     SyncEpisodicMemory,
+    ValidationError,
     run_sync,
 )
 
@@ -141,10 +140,11 @@ class EpisodicRetriever(BaseRetriever):
             the best of both sections are kept.
         recall_options: More `EpisodicMemory.recall` options (stream weights, `rrf_k`).
         raise_on_failure: Raise when the memory itself fails (its engine cannot be reached,
-            a model fails: `EngineError`, `EmbeddingError`). By default the failure is logged
-            to the `llama_index.memory.episodex` logger and no nodes come back, so a query
-            engine or agent fed by this retriever still answers. Bad input, and a memory
-            already closed, always raise.
+            a model fails, a stored episode cannot be read back: `EngineError`,
+            `EmbeddingError` or any other error). By default the failure is logged to the
+            `llama_index.memory.episodex` logger and no nodes come back, so a query engine or
+            agent fed by this retriever still answers. Bad input (`ValidationError`,
+            `ConfigurationError`), and a memory already closed, always raise.
         callback_manager: LlamaIndex callbacks.
         verbose: Print retrieval progress.
     """
@@ -190,9 +190,11 @@ class EpisodicRetriever(BaseRetriever):
         self.conversation_id = conversation_id
         self._options: dict[str, Any] = {
             "previous_conversation_limit": _limit(
-                previous_conversation_limit, similarity_top_k, 10
+                "previous_conversation_limit", previous_conversation_limit, similarity_top_k, 10
             ),
-            "same_conversation_limit": _limit(same_conversation_limit, similarity_top_k, 5),
+            "same_conversation_limit": _limit(
+                "same_conversation_limit", same_conversation_limit, similarity_top_k, 5
+            ),
             # The same RecallOptions as every adapter; a limit given there wins.
             **check_recall_options(recall_options or {}),
         }
@@ -219,10 +221,13 @@ class EpisodicRetriever(BaseRetriever):
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         kwargs = self._kwargs(query_bundle)
         try:
-            result = await self.memory.recall(**kwargs)
-        except StoreClosedError:
+            return self._nodes(await self.memory.recall(**kwargs))
+        except (StoreClosedError, ValidationError, ConfigurationError):
             raise  # the caller's own mistake, not an outage
-        except (EngineError, EmbeddingError):
+        except Exception:
+            # Not only the engine's and the embedder's typed errors: a custom embedder's own
+            # exception, or an episode stored by another program that cannot be read back,
+            # would otherwise fail the query engine or agent this retriever feeds.
             if self.raise_on_failure:
                 raise
             logger.warning(
@@ -230,11 +235,14 @@ class EpisodicRetriever(BaseRetriever):
                 exc_info=True,
             )
             return []
-        return self._nodes(result)
 
 
-def _limit(given: int | None, top_k: int | None, default: int) -> int:
+def _limit(name: str, given: int | None, top_k: int | None, default: int) -> int:
     """A section's limit: as given, else `similarity_top_k`, else the default."""
     if given is not None:
+        # Checked now: a limit recall refuses would fail every retrieval, which goes on
+        # without memory, so the mistake would only ever show as an outage in the log.
+        if isinstance(given, bool) or not isinstance(given, int) or given < 0:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigurationError(f"{name} must be an integer >= 0, got {given!r}")
         return given
     return top_k if top_k is not None else default

@@ -12,7 +12,6 @@ from llama_index.memory.episodex._checks import check_recall_options, require_id
 from episodex import (
     DEFAULT_ENCODING,
     ConfigurationError,
-    EpisodexError,
     EpisodicMemory,
     SyncEpisodicMemory,
     format_recall,
@@ -92,6 +91,12 @@ def create_memory_search_tool(
     require_id("name", name)
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
         raise ConfigurationError(f"limit must be an integer >= 1, got {limit!r}")
+    # Checked now: at call time a bad budget would fail every search, which the tool then
+    # words as "memory unavailable", and memory would silently never work.
+    if max_tokens is not None and (
+        isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 0  # pyright: ignore[reportUnnecessaryIsInstance]
+    ):
+        raise ConfigurationError(f"max_tokens must be an integer >= 0 or None, got {max_tokens!r}")
     options: dict[str, Any] = {
         "previous_conversation_limit": limit,
         "same_conversation_limit": limit if conversation is not None else 0,
@@ -109,14 +114,16 @@ def create_memory_search_tool(
                 conversation_id=conversation,
                 **options,
             )
-        except EpisodexError:
+            block = format_recall(result, max_tokens=max_tokens, encoding=DEFAULT_ENCODING)
+        except Exception:
+            # Any failure, not only episodex's typed ones: an episode stored by another program
+            # that cannot be rendered, or a custom embedder's own error, would otherwise reach
+            # the agent as a failed tool call instead of a notice it can answer around.
             logger.warning(
                 "memory search tool: recall failed; answering without memory", exc_info=True
             )
             return UNAVAILABLE
-        return (
-            format_recall(result, max_tokens=max_tokens, encoding=DEFAULT_ENCODING) or NOTHING_FOUND
-        )
+        return block or NOTHING_FOUND
 
     def search_memory_sync(query: str) -> str:
         return run_sync(search_memory(query))
