@@ -153,6 +153,14 @@ async def arecord_exchange(
     )
     if scope.conversation_id is None:
         raise ConfigurationError(f"no conversation_id: give conversation_id= or put it in {WHERE}")
+    # A string is refused, not stored letter by letter as the names of tools.
+    if isinstance(tools_invoked, str) or not all(
+        isinstance(name, str) and name.strip()  # pyright: ignore[reportUnnecessaryIsInstance]
+        for name in tools_invoked
+    ):
+        raise ValidationError(
+            f"tools_invoked must be a list of tool names, got {tools_invoked!r:.80}"
+        )
     tools = list(tools_invoked)
     # One batch: a long exchange's episodes are stored all together or not at all.
     ids = await core.memorize_many(

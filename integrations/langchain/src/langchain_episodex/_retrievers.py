@@ -115,6 +115,8 @@ class EpisodicRetriever(EpisodexRetriever):
         k = value.get("k", 1)
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise ValueError(f"search_kwargs k must be an integer >= 1, got {k!r}")
+        # The recall options among them get recall's own checks now, not at the first call.
+        check_recall_options({n: v for n, v in value.items() if n in RECALL_OPTIONS})
         return value
 
     @model_validator(mode="after")
@@ -177,6 +179,12 @@ class EpisodicRetriever(EpisodexRetriever):
         if not isinstance(scope, MemoryScope):
             raise ValidationError("EpisodicRetriever: call it through invoke or ainvoke")
         threshold = options.pop("score_threshold", None)
+        if threshold is not None and (
+            isinstance(threshold, bool)
+            or not isinstance(threshold, int | float)
+            or threshold != threshold  # NaN would silently drop every document
+        ):
+            raise ValidationError(f"score_threshold must be a number, got {threshold!r}")
         if not query.strip():
             return []
         if scope.conversation_id is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
 from episodex import (
     ConfigurationError,
@@ -172,7 +172,7 @@ class EpisodexStore(BaseStore):
         if writes:
             self.items.write(
                 puts=[
-                    ItemPut(ref, op.value, self._text(op.value, op.index))
+                    ItemPut(ref, op.value, self._text(op))
                     for ref, op in writes.items()
                     if op.value is not None
                 ],
@@ -195,13 +195,31 @@ class EpisodexStore(BaseStore):
     def _ref(self, namespace: tuple[str, ...], key: str) -> ItemRef:
         return ItemRef(self._user(namespace, "namespace"), self.agent_id, namespace, key)
 
-    def _text(
-        self, value: Mapping[str, Any], index: Literal[False] | list[str] | None
-    ) -> str | None:
+    def _text(self, op: PutOp) -> str | None:
+        """The text a put indexes; `ValidationError` (before anything is written) if none can be."""
+        index: object = op.index
         if index is False:
             return None
-        fields = self.fields if index is None else index
-        texts = [text for path in fields for text in get_text_at_path(value, path)]
+        # A string is refused, not read as a list of one-letter paths: that would index
+        # nothing, and the item would silently never be found by a query.
+        if index is not None and (
+            not isinstance(index, list | tuple)  # pyright: ignore[reportUnnecessaryIsInstance]
+            or not all(isinstance(path, str) and path for path in index)  # pyright: ignore[reportUnnecessaryIsInstance, reportUnknownVariableType]
+        ):
+            raise ValidationError(
+                f"put {op.key!r}: index must be False, None or a list of field paths such as "
+                f"['text'], got {index!r}"
+            )
+        fields: list[str] = self.fields if index is None else list(index)  # pyright: ignore[reportUnknownArgumentType]
+        value: Mapping[str, Any] = op.value or {}
+        try:
+            texts = [text for path in fields for text in get_text_at_path(value, path)]
+        except (TypeError, ValueError) as exc:
+            # LangGraph reads the fields (serialising `$`, the whole value) before the item
+            # store has checked the value is JSON: say which put is wrong, in episodex's type.
+            raise ValidationError(
+                f"put {op.key!r}: value must be a JSON object (str keys, JSON values): {exc}"
+            ) from None
         return "\n".join(texts) if texts else None
 
     def _search(self, op: SearchOp) -> list[SearchItem]:

@@ -1,0 +1,178 @@
+"""Trust audit of the LangChain adapter: answers survive unreadable memory, bad input is refused.
+
+Found by the adapter audit:
+
+- an episode that cannot be read back (a payload written by another program or an older
+  version, here an out-of-range timestamp) raised `OverflowError` out of `EpisodicRetriever`,
+  which caught only `EngineError` and `EmbeddingError`: a RAG chain fed by it failed and the
+  user got no answer.
+- recall option values were checked only when recall ran: a middleware, classic memory, LCEL
+  runnable or tool made with `recall_options={"rrf_k": 0}` failed every recall, logged it as
+  an outage, and ran without memory for good. They now raise `ConfigurationError` when made.
+- `EpisodexStore.put(..., index="text")` read the string as one-letter paths, indexed
+  nothing and stored an item no query could find; `index=[5]` and a value that is not JSON
+  raised `TypeError` from LangGraph's field reader before the value was checked.
+- `record_exchange(tools_invoked="search")` stored the tools `s`, `e`, `a`, ... and
+  `tools_invoked=[1]` raised `TypeError`.
+- a retriever handed a dict or None (a chain wired without `itemgetter`) raised
+  `AttributeError`; a per-call `score_threshold="high"` raised `TypeError`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from episodex import ConfigurationError, EpisodicMemory, ValidationError
+from episodex.plan import Filter, Match, Point
+from episodex.testing import HashEmbedder
+from langchain_core.documents import Document
+from langchain_core.messages import AIMessage
+from langchain_core.prompts import PromptTemplate
+from langchain_core.runnables import RunnablePassthrough
+from langchain_episodex import (
+    EpisodexStore,
+    EpisodicConversationMemory,
+    EpisodicMemoryMiddleware,
+    EpisodicRetriever,
+    arecord_exchange,
+    create_memory_search_tool,
+    recall_episodes,
+    record_exchange,
+)
+from langgraph.store.base import PutOp
+from lc_fakes import RecordingChatModel
+
+AGENT = "support"
+
+
+@pytest.fixture
+def hashed() -> Iterator[EpisodicMemory]:
+    """A fresh in-RAM memory with the deterministic test embedder."""
+    memory = EpisodicMemory(location=":memory:", embedder=HashEmbedder(), splade=False)
+    yield memory
+    memory.close()
+
+
+def _user() -> str:
+    return f"user-{uuid.uuid4().hex}"
+
+
+async def _corrupt(memory: EpisodicMemory, user: str, **fields: Any) -> None:
+    """Store one episode of `user`, then rewrite its payload as another program might have."""
+    texts = ["Refund for the broken kettle", "The kettle arrived broken; the refund was issued."]
+    await memory.memorize(
+        short_summary=texts[0], long_summary=texts[1], user_id=user, agent_id=AGENT,
+        conversation_id="old",
+    )  # fmt: skip
+    hits, _ = memory.engine.scroll("episodes", Filter(must=(Match("user_id", user),)), limit=1)
+    (hit,) = hits
+    short, long = memory.embedder.embed_documents(texts)
+    point = Point(
+        id=hit.id,
+        dense={"short": short.tolist(), "long": long.tolist()},
+        sparse={},
+        payload={**hit.payload, **fields},
+    )
+    memory.engine.upsert("episodes", [point])
+
+
+def _context(docs: list[Document]) -> str:
+    return "\n".join(doc.page_content for doc in docs)
+
+
+async def test_a_rag_chain_answers_when_an_episode_cannot_be_read_back(
+    hashed: EpisodicMemory,
+) -> None:
+    user = _user()
+    await _corrupt(hashed, user, timestamp_end=1e300)
+    retriever = EpisodicRetriever(memory=hashed, user_id=user, agent_id=AGENT)
+    prompt = PromptTemplate.from_template("Context:\n{context}\nQuestion: {question}")
+    model = RecordingChatModel(responses=[AIMessage("Monday."), AIMessage("Tuesday.")], received=[])
+    chain = {"context": retriever | _context, "question": RunnablePassthrough()} | prompt | model
+    assert (await chain.ainvoke("kettle refund?")).text == "Monday."
+    assert chain.invoke("kettle refund?").text == "Tuesday."
+    loud = EpisodicRetriever(memory=hashed, user_id=user, agent_id=AGENT, raise_on_failure=True)
+    with pytest.raises(OverflowError):
+        await loud.ainvoke("kettle refund?")
+
+
+def test_recall_option_values_are_checked_when_each_adapter_is_made(
+    hashed: EpisodicMemory,
+) -> None:
+    for bad in ({"rrf_k": 0}, {"bm25_weight": "high"}, {"same_conversation_limit": -1}):
+        with pytest.raises(ConfigurationError):
+            EpisodicMemoryMiddleware(hashed, agent_id=AGENT, recall_options=bad)
+        with pytest.raises(ConfigurationError):
+            EpisodicConversationMemory(
+                memory=hashed, user_id="u1", agent_id=AGENT, recall_options=bad
+            )
+        with pytest.raises(ConfigurationError):
+            recall_episodes(hashed, agent_id=AGENT, recall_options=bad)
+        with pytest.raises(ConfigurationError):
+            create_memory_search_tool(hashed, agent_id=AGENT, recall_options=bad)
+        with pytest.raises(ConfigurationError):
+            EpisodicRetriever(memory=hashed, user_id="u1", agent_id=AGENT, recall_options=bad)
+        with pytest.raises(ConfigurationError):
+            EpisodicRetriever(memory=hashed, user_id="u1", agent_id=AGENT, search_kwargs=bad)
+    with pytest.raises(ConfigurationError, match="with_stream_ranks"):
+        recall_episodes(hashed, agent_id=AGENT, recall_options={"with_stream_ranks": "no"})
+    # The values recall takes still pass.
+    recall_episodes(hashed, agent_id=AGENT, recall_options={"rrf_k": 5, "seen_until": None})
+
+
+async def test_a_store_put_with_a_bad_index_or_value_is_refused_and_writes_nothing(
+    hashed: EpisodicMemory,
+) -> None:
+    store = EpisodexStore(hashed, agent_id=AGENT, index={"fields": ["text"]})
+    ns = ("alice", "notes")
+    good = PutOp(ns, "good", {"text": "Alice is vegetarian."})
+    for bad in (
+        PutOp(ns, "bad", {"text": "x"}, index="text"),  # pyright: ignore[reportArgumentType]
+        PutOp(ns, "bad", {"text": "x"}, index=[5]),  # pyright: ignore[reportArgumentType]
+        PutOp(ns, "bad", {"text": "x", "when": object()}, index=["$"]),
+    ):
+        with pytest.raises(ValidationError, match="put 'bad'"):
+            store.batch([good, bad])
+        with pytest.raises(ValidationError, match="put 'bad'"):
+            await store.abatch([good, bad])
+    assert store.search(("alice",)) == []
+    # A list of paths still works, and a put with index=False stays unindexed.
+    store.put(ns, "good", {"text": "Alice is vegetarian."}, index=["text"])
+    assert [hit.key for hit in store.search(("alice",), query="vegetarian")] == ["good"]
+
+
+async def test_record_exchange_refuses_tools_that_are_not_a_list_of_names(
+    hashed: EpisodicMemory,
+) -> None:
+    ids: dict[str, Any] = {"user_id": "u1", "agent_id": AGENT, "conversation_id": "c1"}
+    for tools in ("search", [1], [""]):
+        with pytest.raises(ValidationError, match="tools_invoked"):
+            record_exchange(hashed, "Where is it?", "Here.", tools_invoked=tools, **ids)  # pyright: ignore[reportArgumentType]
+        with pytest.raises(ValidationError, match="tools_invoked"):
+            await arecord_exchange(hashed, "Where is it?", "Here.", tools_invoked=tools, **ids)  # pyright: ignore[reportArgumentType]
+    assert await hashed.count(user_id="u1", agent_id=AGENT) == 0
+    await arecord_exchange(hashed, "Where is it?", "Here.", tools_invoked=("search",), **ids)
+    (episode,) = await hashed.read_recent(5, user_id="u1", agent_id=AGENT)
+    assert episode["tools_invoked"] == ["search"]
+
+
+async def test_a_retriever_refuses_a_query_that_is_not_text_or_a_bad_threshold(
+    hashed: EpisodicMemory,
+) -> None:
+    await hashed.memorize(
+        short_summary="Refund for the kettle", long_summary="Refund issued.",
+        user_id="u1", agent_id=AGENT, conversation_id="c1",
+    )  # fmt: skip
+    retriever = EpisodicRetriever(memory=hashed, user_id="u1", agent_id=AGENT)
+    for query in ({"question": "refund"}, None, 5):
+        with pytest.raises(ValidationError, match="query must be a string"):
+            retriever.invoke(query)  # pyright: ignore[reportArgumentType]
+        with pytest.raises(ValidationError, match="query must be a string"):
+            await retriever.ainvoke(query)  # pyright: ignore[reportArgumentType]
+    for threshold in ("high", float("nan")):
+        with pytest.raises(ValidationError, match="score_threshold"):
+            await retriever.ainvoke("refund", score_threshold=threshold)
+    assert len(await retriever.ainvoke("refund", score_threshold=0.0)) == 1
