@@ -16,16 +16,28 @@ Found by the adapter audit:
   `tools_invoked=[1]` raised `TypeError`.
 - a retriever handed a dict or None (a chain wired without `itemgetter`) raised
   `AttributeError`; a per-call `score_threshold="high"` raised `TypeError`.
+- `TaskEpisodeRetriever(search_options={"filter": {"user": "u1"}})`, the documented way to
+  confine an unscoped task store to one user, returned every user's episodes when a call
+  gave its own `filter`: the call's filter replaced the retriever's instead of narrowing it.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
-from episodex import ConfigurationError, EpisodicMemory, ValidationError
+from episodex import (
+    ConfigurationError,
+    Episode,
+    EpisodicMemory,
+    JSONLTaskStore,
+    Task,
+    TaskResult,
+    ValidationError,
+)
 from episodex.plan import Filter, Match, Point
 from episodex.testing import HashEmbedder
 from langchain_core.documents import Document
@@ -37,6 +49,7 @@ from langchain_episodex import (
     EpisodicConversationMemory,
     EpisodicMemoryMiddleware,
     EpisodicRetriever,
+    TaskEpisodeRetriever,
     arecord_exchange,
     create_memory_search_tool,
     recall_episodes,
@@ -176,3 +189,27 @@ async def test_a_retriever_refuses_a_query_that_is_not_text_or_a_bad_threshold(
         with pytest.raises(ValidationError, match="score_threshold"):
             await retriever.ainvoke("refund", score_threshold=threshold)
     assert len(await retriever.ainvoke("refund", score_threshold=0.0)) == 1
+
+
+async def test_a_task_retrievers_user_filter_is_narrowed_by_a_call_never_replaced(
+    tmp_path: Path,
+) -> None:
+    store = JSONLTaskStore(tmp_path, fsync=False)  # unscoped: shared by every user
+    for user in ("u1", "u2"):
+        task = Task(instruction=f"Convert 3 miles to km for {user}")
+        result = TaskResult(task_id=task.id_, content="4.83 km")
+        await store.write(Episode(task=task, result=result, metadata={"user": user, "unit": "km"}))
+    retriever = TaskEpisodeRetriever(store=store, k=5, search_options={"filter": {"user": "u1"}})
+
+    def users(docs: list[Document]) -> list[str]:
+        return [doc.metadata["metadata"]["user"] for doc in docs]
+
+    assert users(await retriever.ainvoke("convert miles to km")) == ["u1"]
+    assert users(await retriever.ainvoke("convert miles to km", filter={"unit": "km"})) == ["u1"]
+    assert users(retriever.invoke("convert miles to km", filter={"unit": "km"})) == ["u1"]
+    assert users(await retriever.ainvoke("convert miles to km", filter={"user": "u1"})) == ["u1"]
+    assert await retriever.ainvoke("convert miles to km", filter={"unit": "mi"}) == []
+    with pytest.raises(ValidationError, match="only narrow"):
+        await retriever.ainvoke("convert miles to km", filter={"user": "u2"})
+    with pytest.raises(ValidationError, match="only narrow"):
+        retriever.invoke("convert miles to km", filter={"user": "u2"})

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from episodex import EPISODE_FIELDS, Episode, TaskSearchOptions, TaskStore
+from episodex import EPISODE_FIELDS, Episode, TaskSearchOptions, TaskStore, ValidationError
+from episodex.plan import Filter
 from langchain_core.documents import Document
 from pydantic import Field, field_validator
 
@@ -38,8 +40,11 @@ class TaskEpisodeRetriever(EpisodexRetriever):
     `TaskStore`). Each `Document` holds the episode rendered as an `<episode>` XML
     element (the fields in `include`); its metadata holds `id`, `rank` (1 = best),
     `task_id`, `instruction`, `result`, `error`, `completed_at` and the episode's `metadata`.
-    Task stores are not split by user: confine a search with `search_options={"filter":
-    {"user": "u1"}}` over the episodes' metadata.
+    A task store made with `user_id`/`agent_id` holds one tenant's episodes; an unscoped
+    store is confined per retriever with `search_options={"filter": {"user": "u1"}}` over
+    the episodes' metadata. A `filter` given to `invoke` narrows that filter, never replaces
+    it: a call's condition on a key the retriever's filter already fixes to another value is
+    refused with `ValidationError`.
 
     Instantiate:
         ```python
@@ -91,8 +96,41 @@ class TaskEpisodeRetriever(EpisodexRetriever):
     def _defaults(self) -> dict[str, Any]:
         return dict(self.search_options)
 
+    def _call_options(
+        self, k: int | None, overrides: Mapping[str, Any]
+    ) -> tuple[int, dict[str, Any]]:
+        k, options = super()._call_options(k, overrides)
+        if "filter" in overrides and "filter" in self.search_options:
+            # Replacing the retriever's filter with the call's would drop the condition that
+            # confines it (to one user, say) and return everyone's episodes.
+            options["filter"] = _narrowed(self.search_options["filter"], overrides["filter"])
+        return k, options
+
     async def _documents(self, query: str, k: int, options: dict[str, Any]) -> list[Document]:
         episodes = await self.store.search(query, k, **options)
         return [
             task_document(ep, rank, self.include) for rank, ep in enumerate(episodes[:k], start=1)
         ]
+
+
+def _narrowed(base: object, call: object) -> object:
+    """The retriever's filter `base` AND a call's filter `call` (of the same kind)."""
+    if call is None:
+        return base
+    if isinstance(base, Filter) and isinstance(call, Filter):
+        return Filter(base.must + call.must, base.must_not + call.must_not)
+    if isinstance(base, Mapping) and isinstance(call, Mapping):
+        merged: dict[str, Any] = dict(base)  # pyright: ignore[reportUnknownArgumentType]
+        for key, value in call.items():  # pyright: ignore[reportUnknownVariableType]
+            if key in merged and merged[key] != value:
+                raise ValidationError(
+                    f"the call's filter sets {key!r} to {value!r} but the retriever's filter "
+                    f"fixes it to {merged[key]!r}: a call's filter can only narrow the "
+                    "retriever's"
+                )
+            merged[str(key)] = value  # pyright: ignore[reportUnknownArgumentType]
+        return merged
+    raise ValidationError(
+        "a call's filter must be of the same kind as the retriever's (both {key: value} "
+        f"mappings or both plan Filters), got {type(call).__name__} and {type(base).__name__}"
+    )
