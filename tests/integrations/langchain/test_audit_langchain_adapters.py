@@ -19,6 +19,9 @@ Found by the adapter audit:
 - `TaskEpisodeRetriever(search_options={"filter": {"user": "u1"}})`, the documented way to
   confine an unscoped task store to one user, returned every user's episodes when a call
   gave its own `filter`: the call's filter replaced the retriever's instead of narrowing it.
+- `EpisodicConversationMemory.save_context` logged a failed write and dropped the exchange:
+  a classic chain lost every turn said while the store was down (the middleware and the
+  LlamaIndex block keep them for retry). It now writes through an `EpisodeRecorder`.
 """
 
 from __future__ import annotations
@@ -39,9 +42,10 @@ from episodex import (
     ValidationError,
 )
 from episodex.plan import Filter, Match, Point
-from episodex.testing import HashEmbedder
+from episodex.testing import FailingEngine, HashEmbedder
+from langchain_classic.chains import ConversationChain
 from langchain_core.documents import Document
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.prompts import PromptTemplate
 from langchain_core.runnables import RunnablePassthrough
 from langchain_episodex import (
@@ -213,3 +217,38 @@ async def test_a_task_retrievers_user_filter_is_narrowed_by_a_call_never_replace
         await retriever.ainvoke("convert miles to km", filter={"user": "u2"})
     with pytest.raises(ValidationError, match="only narrow"):
         retriever.invoke("convert miles to km", filter={"user": "u2"})
+
+
+@pytest.mark.filterwarnings("ignore::langchain_core._api.deprecation.LangChainDeprecationWarning")
+async def test_a_classic_chain_keeps_the_exchanges_said_while_the_store_was_down(
+    failing: tuple[EpisodicMemory, FailingEngine],
+) -> None:
+    memory, engine = failing
+    chat = EpisodicConversationMemory(
+        memory=memory, user_id="u1", agent_id=AGENT, conversation_id="c1"
+    )
+    answers: list[BaseMessage] = [AIMessage("Monday."), AIMessage("Tuesday."), AIMessage("Friday.")]
+    chain = ConversationChain(llm=RecordingChatModel(responses=answers, received=[]), memory=chat)
+    engine.writes = True
+    assert (await chain.ainvoke({"input": "When is my refund?"}))["response"] == "Monday."
+    assert chain.invoke({"input": "And my parcel?"})["response"] == "Tuesday."
+    assert (chat.stats().pending, chat.stats().recorded) == (2, 0)
+    assert await memory.count(user_id="u1", agent_id=AGENT) == 0
+    engine.writes = False
+    assert (await chain.ainvoke({"input": "And my invoice?"}))["response"] == "Friday."
+    assert (chat.stats().pending, chat.stats().recorded) == (0, 3)
+    texts = [
+        e["long_summary_text"] for e in await memory.read_recent(10, user_id="u1", agent_id=AGENT)
+    ]
+    assert sorted(t.split("\n")[0] for t in texts) == [
+        "user: And my invoice?",
+        "user: And my parcel?",
+        "user: When is my refund?",
+    ]
+    # A clear while an exchange is pending does not let it come back afterwards.
+    engine.writes = True
+    await chat.asave_context({"input": "One more thing"}, {"response": "Yes?"})
+    engine.writes = False
+    await chat.aclear()
+    assert chat.flush() == 0
+    assert await memory.count(user_id="u1", agent_id=AGENT) == 0

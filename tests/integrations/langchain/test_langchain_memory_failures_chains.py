@@ -91,10 +91,11 @@ async def test_a_classic_chain_answers_when_memory_fails_async(
     out = await chain.ainvoke({"input": "Where is my refund?"})
     assert out["response"] == "Monday."
     assert len(_failures(caplog)) == 2
-    # Once the engine is back, the memory works again.
+    # Once the engine is back, the memory works again, and the exchange kept while it was
+    # down is written too.
     engine.reads = engine.writes = False
     await chat.asave_context({"input": "Where is my refund?"}, {"response": "Monday."})
-    assert await memory.count(user_id=chat.user_id or "", agent_id=AGENT) == 1
+    assert await memory.count(user_id=chat.user_id or "", agent_id=AGENT) == 2
 
 
 async def test_an_lcel_chain_answers_when_recall_fails(

@@ -7,10 +7,10 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from episodex import EpisodeRecorder, MemoryScope, RecorderStats, ValidationError, run_sync
 from episodex import EpisodicMemory as CoreMemory
-from episodex import MemoryScope, ValidationError, run_sync
 from langchain_core.messages import BaseMessage, SystemMessage
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 from pydantic import ValidationError as PydanticValidationError
 
 from langchain_episodex._context import run_scope
@@ -46,7 +46,9 @@ class EpisodicConversationMemory(BaseMemory):
     (input and output) as an episode of this conversation; `clear` forgets the
     conversation. The async variants are natively async. A memory failure (engine or
     embedder) is logged to the `langchain_episodex` logger and the chain goes on: without
-    the block when recall fails, with its answer when recording fails.
+    the block when recall fails, with its answer when recording fails. A failed recording is
+    not dropped: an `EpisodeRecorder` keeps it and writes it before the next exchange or on
+    `flush()`; `stats()` tells what is recorded, pending and failed.
 
     Ids follow the package's one rule (see `EpisodicContext`): the ones given here win,
     then those of the run the chain is called in (its runtime context, its config's
@@ -105,11 +107,32 @@ class EpisodicConversationMemory(BaseMemory):
     recall_options: dict[str, Any] = Field(default_factory=dict[str, Any])
     """Extra `recall` options (`episodex.RecallOptions`): limits, stream weights, ..."""
 
+    _recorder: EpisodeRecorder | None = PrivateAttr(default=None)
+
     def __init__(self, **data: Any) -> None:
         try:
             super().__init__(**data)
         except PydanticValidationError as exc:
             raise configuration_error(type(self).__name__, exc) from None
+        self._recorder = EpisodeRecorder(self.memory)
+
+    @property
+    def recorder(self) -> EpisodeRecorder:
+        """What writes the exchanges: failed writes wait in it for the next try."""
+        assert self._recorder is not None  # set in __init__
+        return self._recorder
+
+    def stats(self) -> RecorderStats:
+        """Recorded, pending and failed episodes (and failed writes' last error)."""
+        return self.recorder.stats()
+
+    async def aflush(self) -> int:
+        """Write every pending exchange now; returns how many are still pending."""
+        return await self.recorder.flush()
+
+    def flush(self) -> int:
+        """Write every pending exchange now; returns how many are still pending."""
+        return run_sync(self.aflush())
 
     _unwrap = field_validator("memory", mode="before")(core_memory)
     _known = field_validator("recall_options")(check_recall_options)
@@ -184,12 +207,13 @@ class EpisodicConversationMemory(BaseMemory):
             }
             for episode in exchange_episodes(question, answer)
         ]
-        try:
-            # One batch: a long exchange's episodes are stored all together or not at all.
-            await self.memory.memorize_many(records)
-        except Exception:
-            # The chain calls this after the model answered: raising would lose the answer.
-            logger.error("could not record the exchange as an episode", exc_info=True)
+        # The chain calls this after the model answered, so raising would lose the answer;
+        # and a write that fails (the store is down) is kept and retried before the next
+        # exchange, not dropped with only a log line. The recorder never raises for the
+        # store, writes a long exchange's episodes in one batch, and logs a failure.
+        await self.recorder.record_many(records)
+        if self.recorder.stats().pending:
+            logger.error("could not record the exchange as an episode; kept for retry")
 
     def save_context(self, inputs: dict[str, Any], outputs: dict[str, str]) -> None:
         """Record the exchange (chain input and output) as an episode (several if very long)."""
@@ -198,6 +222,8 @@ class EpisodicConversationMemory(BaseMemory):
     async def aclear(self) -> None:
         """Forget every episode of this conversation."""
         scope = self._scope()
+        # Pending exchanges first: written after the forget, they would bring it back.
+        await self.recorder.flush()
         await self.memory.forget(
             user_id=scope.user_id, agent_id=scope.agent_id, conversation_id=scope.conversation_id
         )
