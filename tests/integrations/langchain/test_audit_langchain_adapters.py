@@ -19,6 +19,10 @@ Found by the adapter audit:
 - `TaskEpisodeRetriever(search_options={"filter": {"user": "u1"}})`, the documented way to
   confine an unscoped task store to one user, returned every user's episodes when a call
   gave its own `filter`: the call's filter replaced the retriever's instead of narrowing it.
+- `recall_episodes` and `create_memory_search_tool` took `max_tokens=-1` and ids the store
+  refuses (600 characters), and the middleware ids only had to be non-blank: each call then
+  failed inside memory and was logged as an outage (the LCEL runnable gave `""`, the tool
+  "memory is unavailable") or failed every run. Now `ConfigurationError` when made.
 - `EpisodicConversationMemory.save_context` logged a failed write and dropped the exchange:
   a classic chain lost every turn said while the store was down (the middleware and the
   LlamaIndex block keep them for retry). It now writes through an `EpisodeRecorder`.
@@ -252,3 +256,29 @@ async def test_a_classic_chain_keeps_the_exchanges_said_while_the_store_was_down
     await chat.aclear()
     assert chat.flush() == 0
     assert await memory.count(user_id="u1", agent_id=AGENT) == 0
+
+
+def test_a_budget_or_id_that_breaks_every_recall_fails_when_the_piece_is_made(
+    hashed: EpisodicMemory,
+) -> None:
+    too_long = "u" * 600
+    for budget in (-1, "300", 2.5, True):
+        with pytest.raises(ConfigurationError, match="max_tokens"):
+            recall_episodes(hashed, user_id="u1", agent_id=AGENT, max_tokens=budget)  # pyright: ignore[reportArgumentType]
+        with pytest.raises(ConfigurationError, match="max_tokens"):
+            create_memory_search_tool(hashed, user_id="u1", agent_id=AGENT, max_tokens=budget)  # pyright: ignore[reportArgumentType]
+    bad_ids: list[dict[str, Any]] = [
+        {"user_id": too_long},
+        {"agent_id": too_long},
+        {"conversation_id": too_long},
+    ]
+    for ids in bad_ids:
+        with pytest.raises(ConfigurationError, match="at most 512"):
+            recall_episodes(hashed, **ids)
+        with pytest.raises(ConfigurationError, match="at most 512"):
+            EpisodicMemoryMiddleware(hashed, **ids)
+    with pytest.raises(ConfigurationError, match="at most 512"):
+        create_memory_search_tool(hashed, user_id=too_long)
+    # What the core takes is still taken.
+    recall_episodes(hashed, user_id="u1", agent_id=AGENT, max_tokens=0)
+    create_memory_search_tool(hashed, user_id="u1", agent_id=AGENT, max_tokens=300)

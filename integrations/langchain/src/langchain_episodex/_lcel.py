@@ -13,6 +13,7 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langchain_episodex._context import WHERE, run_scope
 from langchain_episodex._options import check_recall_options, core_memory
 from langchain_episodex._recall import arecall_block, recall_block
+from langchain_episodex._settings import check_ids, check_max_tokens
 from langchain_episodex._summaries import exchange_episodes, message_text
 
 __all__ = ["arecord_exchange", "recall_episodes", "record_exchange"]
@@ -81,6 +82,8 @@ def recall_episodes(
     except ValueError as exc:
         raise ConfigurationError(str(exc)) from None
     defaults = {"user_id": user_id, "agent_id": agent_id, "conversation_id": conversation_id}
+    check_ids(defaults)
+    check_max_tokens(max_tokens)
 
     def query_of(value: Any) -> str:
         if isinstance(value, Mapping):

@@ -25,6 +25,7 @@ from langchain_episodex._context import run_scope
 from langchain_episodex._llm import from_langchain
 from langchain_episodex._options import check_recall_options, core_memory
 from langchain_episodex._recall import arecall_block, recall_block
+from langchain_episodex._settings import check_ids
 from langchain_episodex._summaries import message_text, reflect_summaries, run_episodes
 from langchain_episodex._tool import create_memory_search_tool
 
@@ -278,9 +279,7 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
             "agent_id": agent_id,
             "conversation_id": conversation_id,
         }
-        for key, value in self.defaults.items():
-            if value is not None and (not isinstance(value, str) or not value.strip()):  # pyright: ignore[reportUnnecessaryIsInstance]
-                raise ConfigurationError(f"{key} must be a non-empty string, got {value!r}")
+        check_ids(self.defaults)
         state_key = state_key if state_key is not None else f"recalled_{mode}"
         if (
             not isinstance(state_key, str)  # pyright: ignore[reportUnnecessaryIsInstance]

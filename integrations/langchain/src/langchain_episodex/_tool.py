@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 from langchain_episodex._context import run_scope
 from langchain_episodex._options import check_recall_options, core_memory
 from langchain_episodex._recall import arecall_block, recall_block
+from langchain_episodex._settings import check_ids, check_max_tokens
 
 __all__ = ["NOTHING_FOUND", "create_memory_search_tool"]
 
@@ -112,10 +113,8 @@ def create_memory_search_tool(
     options.setdefault("same_conversation_limit", k)
     explicit = {"user_id": user_id, "agent_id": agent_id, "conversation_id": None}
     # Checked now, so a bad default fails here rather than in the middle of a run.
-    for key in ("user_id", "agent_id"):
-        value = explicit[key]
-        if value is not None and (not isinstance(value, str) or not value.strip()):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigurationError(f"{key} must be a non-empty string, got {value!r}")
+    check_ids(explicit)
+    check_max_tokens(max_tokens)
 
     def search(query: str, config: RunnableConfig) -> str:
         scope = run_scope(explicit, config)

@@ -1,0 +1,30 @@
+"""Checks of an adapter's own settings, made when it is built rather than on every call.
+
+The pieces that feed a prompt (middleware, LCEL runnable, memory tool) go on without memory
+when a recall fails. A setting the core refuses on every call (an id it does not accept, a
+token budget below 0) would then turn memory off for good, logged as an outage each turn; so
+such settings are checked here, when the piece is made, and refused with `ConfigurationError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from episodex import ConfigurationError, require_id
+
+__all__ = ["check_ids", "check_max_tokens"]
+
+
+def check_ids(ids: Mapping[str, object]) -> None:
+    """Each id given (not None) must meet the store's id rule (`ConfigurationError`)."""
+    for name, value in ids.items():
+        if value is not None:
+            require_id(name, value, error=ConfigurationError)
+
+
+def check_max_tokens(max_tokens: object) -> None:
+    """A token budget must be None or an integer >= 0 (`ConfigurationError`)."""
+    if max_tokens is not None and (
+        isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 0
+    ):
+        raise ConfigurationError(f"max_tokens must be an integer >= 0 or None, got {max_tokens!r}")
