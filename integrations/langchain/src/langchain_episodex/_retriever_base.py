@@ -6,7 +6,13 @@ import logging
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from episodex import ConfigurationError, StoreClosedError, ValidationError, run_sync
+from episodex import (
+    ConfigurationError,
+    NotSupportedError,
+    StoreClosedError,
+    ValidationError,
+    run_sync,
+)
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
     CallbackManagerForRetrieverRun,
@@ -22,6 +28,10 @@ __all__ = ["EpisodexRetriever"]
 
 logger = logging.getLogger("langchain_episodex")
 
+# Raised for what the caller did (bad input, a closed memory, a call the store does not
+# offer), never swallowed as an outage.
+_CALLER_ERRORS = (StoreClosedError, ValidationError, ConfigurationError, NotSupportedError)
+
 
 class EpisodexRetriever(BaseRetriever):
     """A retriever whose `k` and core options may be given per call: `invoke(query, k=2, ...)`.
@@ -34,7 +44,7 @@ class EpisodexRetriever(BaseRetriever):
     `EmbeddingError` or any other error) the failure is logged to the `langchain_episodex`
     logger and no documents come back: the chain still reaches the model and the user still
     gets an answer. `raise_on_failure=True` raises instead. Bad input (`ValidationError`,
-    `ConfigurationError`), and a memory already closed, always raise.
+    `ConfigurationError`, `NotSupportedError`), and a memory already closed, always raise.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
@@ -79,7 +89,7 @@ class EpisodexRetriever(BaseRetriever):
     ) -> list[Document]:
         try:
             return await self._documents(query, k, options)
-        except (StoreClosedError, ValidationError, ConfigurationError):
+        except _CALLER_ERRORS:
             raise  # the caller's own mistake, not an outage
         except Exception:
             # Not only the engine's and the embedder's typed errors: a custom embedder's own
