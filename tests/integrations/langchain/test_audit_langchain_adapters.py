@@ -26,6 +26,9 @@ Found by the adapter audit:
 - `EpisodicConversationMemory.save_context` logged a failed write and dropped the exchange:
   a classic chain lost every turn said while the store was down (the middleware and the
   LlamaIndex block keep them for retry). It now writes through an `EpisodeRecorder`.
+- a classic chain called with a blank message got its answer from the model, then
+  `save_context` raised `ValidationError` ("nothing to record") and the answer was lost; the
+  exchange is now left unrecorded, as the middleware leaves such a run.
 """
 
 from __future__ import annotations
@@ -282,3 +285,17 @@ def test_a_budget_or_id_that_breaks_every_recall_fails_when_the_piece_is_made(
     # What the core takes is still taken.
     recall_episodes(hashed, user_id="u1", agent_id=AGENT, max_tokens=0)
     create_memory_search_tool(hashed, user_id="u1", agent_id=AGENT, max_tokens=300)
+
+
+@pytest.mark.filterwarnings("ignore::langchain_core._api.deprecation.LangChainDeprecationWarning")
+async def test_a_classic_chain_called_with_a_blank_message_keeps_its_answer(
+    hashed: EpisodicMemory,
+) -> None:
+    chat = EpisodicConversationMemory(
+        memory=hashed, user_id="u1", agent_id=AGENT, conversation_id="c1"
+    )
+    answers: list[BaseMessage] = [AIMessage("How can I help?"), AIMessage("Hello again.")]
+    chain = ConversationChain(llm=RecordingChatModel(responses=answers, received=[]), memory=chat)
+    assert chain.invoke({"input": "   "})["response"] == "How can I help?"
+    assert (await chain.ainvoke({"input": ""}))["response"] == "Hello again."
+    assert await hashed.count(user_id="u1", agent_id=AGENT) == 0

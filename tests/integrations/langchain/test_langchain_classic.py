@@ -114,6 +114,7 @@ def test_bad_input_raises_typed_errors(memory: Episodes) -> None:
         mem.load_memory_variables({"a": "x", "b": "y"})
     with pytest.raises(ValidationError, match="output_key"):
         mem.save_context({"input": "x"}, {"text": "y", "extra": "z"})
-    with pytest.raises(ValidationError, match="no text"):
-        mem.save_context({"input": "  "}, {"text": "y"})
+    # A blank message is not recorded, and not raised either: save_context runs after the
+    # model answered (test_audit_langchain_adapters covers the chain).
+    mem.save_context({"input": "  "}, {"text": "y"})
     assert mem.load_memory_variables({"input": "   "}) == {"recalled_episodes": ""}

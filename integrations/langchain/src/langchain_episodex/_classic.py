@@ -196,6 +196,11 @@ class EpisodicConversationMemory(BaseMemory):
         answer = self._pick(outputs, self.output_key, "output")
         scope = self._scope()
         assert scope.conversation_id is not None  # _scope always names one
+        if not question.strip():
+            # Nothing to recall the exchange by, so nothing is recorded (the middleware skips
+            # such a run too); raising here, after the model answered, cost the chain its answer.
+            logger.warning("the exchange is not recorded: the user message has no text")
+            return
         records = [
             {
                 "short_summary": episode.short_summary,
