@@ -8,7 +8,7 @@ from typing import Any, TypedDict, cast
 from episodex._common.errors import ConfigurationError
 from episodex._common.validation import require_int, require_weight
 
-__all__ = ["RecallOptions", "check_recall_options", "validate_recall_options"]
+__all__ = ["INT_MINIMUMS", "RecallOptions", "check_recall_options", "validate_recall_options"]
 
 
 class RecallOptions(TypedDict, total=False):
@@ -138,8 +138,8 @@ def validate_recall_options(
     return cast(RecallOptions, dict(options))
 
 
-# The least value of each integer option (recall's own minimums).
-_INT_MINIMUMS = {
+#: The least value of each integer option; `recall` and the adapters' checks both read it.
+INT_MINIMUMS = {
     "previous_conversation_limit": 0,
     "same_conversation_limit": 0,
     "stage1_limit": 1,
@@ -150,10 +150,10 @@ _INT_MINIMUMS = {
 
 
 def _check_value(name: str, value: object, where: str) -> None:
-    if name in _INT_MINIMUMS:
+    if name in INT_MINIMUMS:
         if name == "seen_until" and value is None:
             return  # recall reads None as "open at the end"
-        require_int(f"{where}{name}", value, minimum=_INT_MINIMUMS[name], error=ConfigurationError)
+        require_int(f"{where}{name}", value, minimum=INT_MINIMUMS[name], error=ConfigurationError)
     elif name.endswith("_weight"):
         require_weight(f"{where}{name}", value, error=ConfigurationError)
     elif name == "with_stream_ranks" and not isinstance(value, bool):

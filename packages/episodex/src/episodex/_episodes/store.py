@@ -48,7 +48,7 @@ from episodex._engines.sparse import Bm25Encoder
 from episodex._episodes import stats as stats_
 from episodex._episodes import transfer
 from episodex._episodes.model import ConversationEpisode, payload_to_item
-from episodex._episodes.options import RecallOptions, check_recall_options
+from episodex._episodes.options import INT_MINIMUMS, RecallOptions, check_recall_options
 from episodex._episodes.periods import named_period, period_filter
 from episodex._episodes.transfer import ImportReport
 
@@ -77,6 +77,11 @@ _Packed = tuple[
     dict[str, npt.NDArray[np.float32]],
     dict[str, tuple[npt.NDArray[np.uint32], npt.NDArray[np.float32]]],
 ]
+
+
+def _int_option(options: RecallOptions, name: str, default: int) -> int:
+    """An integer recall option, or its default; at least its `INT_MINIMUMS` value."""
+    return require_int(name, options.get(name, default), minimum=INT_MINIMUMS[name])
 
 
 class EpisodeStore:
@@ -387,14 +392,10 @@ class EpisodeStore:
         if conversation_id is not None:
             require_id("conversation_id", conversation_id)
         # The defaults live here and only here (RecallOptions repeats them in its docs).
-        prev_limit = require_int(
-            "previous_conversation_limit", options.get("previous_conversation_limit", 10)
-        )
-        same_limit = require_int(
-            "same_conversation_limit", options.get("same_conversation_limit", 5)
-        )
-        stage1 = require_int("stage1_limit", options.get("stage1_limit", 100), minimum=1)
-        k = require_int("rrf_k", options.get("rrf_k", DEFAULT_RRF_K), minimum=1)
+        prev_limit = _int_option(options, "previous_conversation_limit", 10)
+        same_limit = _int_option(options, "same_conversation_limit", 5)
+        stage1 = _int_option(options, "stage1_limit", 100)
+        k = _int_option(options, "rrf_k", DEFAULT_RRF_K)
         with_stream_ranks = options.get("with_stream_ranks", True)
         weights = self._weights(options)
         dated_weight = require_weight(
@@ -417,7 +418,7 @@ class EpisodeStore:
             return result
 
         period = named_period(query) if dated_weight > 0 else None
-        weights["dated"] = dated_weight if period is not None else 0.0
+        weights["dated"] = dated_weight
         streams = self._streams(
             query, weights, stage1, None if period is None else period_filter(period)
         )
@@ -476,10 +477,10 @@ class EpisodeStore:
         """The episodes already in the model's context, by where they end (`seen_from`)."""
         if "seen_from" not in options and "seen_until" not in options:
             return None
-        start = require_int("seen_from", options.get("seen_from", 0))
+        start = _int_option(options, "seen_from", 0)
         until = options.get("seen_until")
         if until is not None:
-            until = require_int("seen_until", until)
+            until = _int_option(options, "seen_until", 0)
             if until < start:
                 raise ValidationError(f"seen_until ({until}) is before seen_from ({start})")
         return Range("end_index", gte=start, lt=until)
@@ -491,9 +492,11 @@ class EpisodeStore:
         stage1: int,
         period: Filter | None = None,
     ) -> list[Stream]:
-        """The query's streams; with `period`, also `dated` (short dense within the period)."""
-        dated = period is not None and weights.get("dated", 0.0) > 0
-        want_dense = weights["short"] > 0 or weights["long"] > 0 or dated
+        """The query's streams, and `dated` (the short dense search within `period`) if given.
+
+        `period` is given only when the query names one and `dated_weight` is above 0.
+        """
+        want_dense = weights["short"] > 0 or weights["long"] > 0 or period is not None
         want_learned = self.splade is not None and any(weights[name] > 0 for name in LEARNED)
         splade = self.splade
         if want_dense and want_learned and splade is not None:
@@ -510,7 +513,7 @@ class EpisodeStore:
             streams.extend(
                 Stream(name, dense, stage1) for name in ("short", "long") if weights[name] > 0
             )
-            if dated:
+            if period is not None:
                 streams.append(Stream("short", dense, stage1, name="dated", filter=period))
         if weights["bm25"] > 0:
             sparse = self.bm25.query(query)
