@@ -16,7 +16,8 @@ with each episode), never on how the harness builds the episodes. Six ideas:
   vector's term count, both logged), so chit-chat ("Thanks, Mel!") ranks lower;
 - BM25 query expansion: the question's BM25 vector plus the SPLADE query's strongest whole-word
   expansion terms that are not in the question, weighted by their SPLADE weight times IDF;
-- deeper prefetches: each stream's best 100 (the default) to 1,000, with rrf_k 10, 20 or 40.
+- deeper prefetches: each stream's best 100 (the default) to 1,000, with rrf_k 10, 20 or 40;
+- the `dated` weight by how long the named period is (a day, a month or season, a year).
 """
 
 from __future__ import annotations
@@ -69,13 +70,14 @@ class Lab:
         stage1: int = 100,
         k: int = DEFAULT_RRF_K,
         bm25: np.ndarray | None = None,
+        dated_weight: float = DEFAULT_DATED_WEIGHT,
     ) -> Fused:
         lists = [
             (w, bm25 if s == "bm25" and bm25 is not None else self.deep[ci][s][qi][:stage1])
             for s, w in DEFAULT_WEIGHTS.items()
         ]
         dated = self.dated.dated_ranking(ci, qi, "short", DATED_SLACK.days)
-        lists.append((DEFAULT_DATED_WEIGHT, dated[:stage1]))
+        lists.append((dated_weight, dated[:stage1]))
         acc: dict[int, float] = {}
         for w, docs in lists:
             for pos, doc in enumerate(docs):
@@ -281,6 +283,36 @@ def main() -> None:
     section(
         "Deeper prefetches",
         "Each stream's best stage1 (the default 100) and rrf_k.",
+        grid,
+    )
+    grid = []
+    periods = lab.dated.periods
+    for day, month, year in itertools.product(
+        (0.1, 0.3, 0.5, 1.0), (0.1, 0.3, 0.5, 1.0), (0.0, 0.1, 0.3, 0.5)
+    ):
+
+        def weight(
+            ci: int, qi: int, day: float = day, month: float = month, year: float = year
+        ) -> float:
+            period = periods[ci][qi]
+            if period is None:
+                return 0.0
+            days = (period[1] - period[0]).days
+            return day if days <= 1 else month if days <= 92 else year
+
+        fused = [
+            [lab.fuse(ci, qi, dated_weight=weight(ci, qi)) for qi in range(len(d["questions"]))]
+            for ci, d in enumerate(rr.DATA)
+        ]
+        grid.append(
+            (
+                f"day {day:g}, month or season {month:g}, year {year:g}",
+                lab.evaluate(keep_all, fused),
+            )
+        )
+    section(
+        "The dated weight by the period's length",
+        "A day (25 dev questions), a month or a season (32), a year (3); the default is 0.3 for all.",
         grid,
     )
     parts.append(f"Run time {time.perf_counter() - start:.0f} s.")
