@@ -49,6 +49,10 @@ from episodex._tasks.store import (
 __all__ = ["JSONLTaskStore"]
 
 
+class _NotJson(ValueError):
+    """A line that is not a whole JSON document: on the last line, what a crash leaves."""
+
+
 @dataclass(slots=True)
 class _Entry:
     episode: Episode
@@ -174,8 +178,14 @@ class JSONLTaskStore(BaseMemoryStore):
             try:
                 records.append(self._parse_line(tail))
                 self._needs_newline = True  # whole record, only its newline was lost
-            except ValueError:
+            except _NotJson:
+                # A crash leaves a strict prefix of a record, and no prefix of a JSON object
+                # is a whole JSON document: only such a tail is torn.
                 torn = (len(lines) + 1, len(data) - len(tail), tail)
+            except ValueError as exc:
+                # A whole record that fails its checks is a bad line like any other (a hand
+                # edit saved without a final newline): never cut from the file.
+                bad.append((len(lines) + 1, str(exc)))
         elif tail:
             self._needs_newline = True
         if bad:
@@ -202,7 +212,7 @@ class JSONLTaskStore(BaseMemoryStore):
         try:
             record = read_json(raw)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise ValueError(f"not JSON ({exc})") from None
+            raise _NotJson(f"not JSON ({exc})") from None
         if not isinstance(record, dict):
             raise ValueError("not a JSON object")
         op = record.get("op")  # pyright: ignore[reportUnknownMemberType]
