@@ -37,6 +37,7 @@ from episodex._tasks.store import (
     embedded_text_arg,
     episode_arg,
     id_arg,
+    known_options,
     logger,
     metadata_filter,
     metadata_matches,
@@ -427,9 +428,21 @@ class JSONLTaskStore(BaseMemoryStore):
                 (the least BM25 score kept) of `TaskSearchOptions`; the others are rejected.
         """
         query, k = search_args(query, k, options, self.SEARCH_OPTIONS, "JSONLTaskStore")
-        flt = metadata_filter(options.get("filter"))
-        threshold = threshold_arg(options.get("score_threshold"))
+        flt, threshold = self._search_options(options)
         return await asyncio.to_thread(self._search, query, k, flt, threshold)
+
+    def check_search_options(self, options: Mapping[str, Any]) -> None:
+        """Raise `ValidationError` unless `search` takes these options (names and values).
+
+        Strategies check their `search_kwargs` with it when they are made, not at each recall.
+        """
+        self._search_options(options)
+
+    def _search_options(
+        self, options: Mapping[str, Any]
+    ) -> tuple[dict[str, str | int | tuple[str, ...]], float | None]:
+        known_options(options, self.SEARCH_OPTIONS, "JSONLTaskStore")
+        return metadata_filter(options.get("filter")), threshold_arg(options.get("score_threshold"))
 
     async def summary(self) -> str:
         """What is held: count, date range, newest and oldest."""

@@ -46,6 +46,7 @@ from episodex._tasks.store import (
     episode_arg,
     episode_point_id,
     id_arg,
+    known_options,
     metadata_filter,
     search_args,
     tenant_arg,
@@ -353,6 +354,22 @@ class QdrantTaskStore(BaseMemoryStore):
                 `dense_weight`, `bm25_weight`, `rrf_k`.
         """
         query, k = search_args(query, k, options, self.SEARCH_OPTIONS, "QdrantTaskStore")
+        flt, threshold, mode, weights, rrf_k = self._search_options(options)
+        return await asyncio.to_thread(
+            functools.partial(self._search, query, k, flt, threshold, mode, weights, rrf_k)
+        )
+
+    def check_search_options(self, options: Mapping[str, Any]) -> None:
+        """Raise `ValidationError` unless `search` takes these options (names and values).
+
+        Strategies check their `search_kwargs` with it when they are made, not at each recall.
+        """
+        self._search_options(options)
+
+    def _search_options(
+        self, options: Mapping[str, Any]
+    ) -> tuple[Filter, float | None, str, dict[str, float], int]:
+        known_options(options, self.SEARCH_OPTIONS, "QdrantTaskStore")
         raw_filter = options.get("filter")
         flt = (
             raw_filter
@@ -374,9 +391,7 @@ class QdrantTaskStore(BaseMemoryStore):
         rrf_k: object = options.get("rrf_k", 10)
         if isinstance(rrf_k, bool) or not isinstance(rrf_k, int) or rrf_k < 1:
             raise ValidationError(f"rrf_k must be an integer >= 1, got {rrf_k!r}")
-        return await asyncio.to_thread(
-            functools.partial(self._search, query, k, flt, threshold, mode, weights, rrf_k)
-        )
+        return flt, threshold, mode, weights, rrf_k
 
     async def summary(self) -> str:
         """What is held: count, date range, newest and oldest."""

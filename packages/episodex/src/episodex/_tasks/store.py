@@ -38,6 +38,7 @@ __all__ = [
     "episode_arg",
     "episode_point_id",
     "id_arg",
+    "known_options",
     "metadata_filter",
     "metadata_matches",
     "search_args",
@@ -277,12 +278,17 @@ def search_args(
     query: object, k: object, options: Mapping[str, Any], allowed: Sequence[str], store: str
 ) -> tuple[str, int]:
     """The checked query and `k` of a `search`; `ValidationError` for an option `store` lacks."""
-    unknown = sorted(set(options) - set(allowed))
+    known_options(options, allowed, store)
+    return require_text("query", query), require_int("k", k)
+
+
+def known_options(options: Mapping[str, Any], allowed: Sequence[str], store: str) -> None:
+    """`ValidationError` unless every option of a `search` is one `store` takes."""
+    unknown = sorted(set(options) - set(allowed), key=str)
     if unknown:
         raise ValidationError(
             f"{store}.search got unknown option(s) {unknown}; it accepts {sorted(allowed)}"
         )
-    return require_text("query", query), require_int("k", k)
 
 
 def metadata_filter(value: object) -> dict[str, str | int | tuple[str, ...]]:

@@ -119,6 +119,22 @@ def _store_arg(store: object) -> TaskStore:
 _STORE_METHODS = ("write", "read_recent", "count", "search", "summary")
 
 
+def _check_search_kwargs(store: TaskStore, search_kwargs: Mapping[str, Any]) -> None:
+    # Checked once here: a bad option would make every recall raise, and the adapters, which
+    # survive a memory failure, would then run every task with no memories at all.
+    taken = sorted({"query", "k"} & set(search_kwargs))
+    if taken:
+        raise ConfigurationError(
+            f"search_kwargs must not hold {taken}: the memory passes the task and its own k"
+        )
+    check = getattr(store, "check_search_options", None)
+    if callable(check):  # the bundled stores; a duck-typed store is checked at each search
+        try:
+            check(search_kwargs)
+        except ValidationError as exc:
+            raise ConfigurationError(f"search_kwargs: {exc}") from None
+
+
 # -- strategies --------------------------------------------------------------------------
 
 
@@ -307,6 +323,7 @@ class SimilarityMemory(_StoreMemory):
                 f"search_kwargs must be a mapping, got {type(search_kwargs).__name__}"
             )
         self.search_kwargs: dict[str, Any] = dict(search_kwargs or {})
+        _check_search_kwargs(self.store, self.search_kwargs)
 
     async def retrieve(self, task: Task | str) -> list[Episode]:
         """The `k` episodes the store ranks best for the task's instruction."""
@@ -545,13 +562,32 @@ def _template_arg(template: object) -> str:
     if not isinstance(template, str):
         raise ConfigurationError(f"template must be a string, got {type(template).__name__}")
     try:
-        names = {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+        fields = [
+            (name, spec)
+            for _, name, spec, _ in string.Formatter().parse(template)
+            if name is not None
+        ]
     except ValueError as exc:
         raise ConfigurationError(f"template is not a valid format string: {exc}") from None
+    names = {name for name, _ in fields}
     unknown = names - _TEMPLATE_FIELDS
     if unknown or "instruction" not in names:
         raise ConfigurationError(
             f"template must use {{instruction}} and may use {{result}}, {{error}}, {{rollout}}; "
             f"it uses {sorted(names)}"
         )
+    if any(spec and "{" in spec for _, spec in fields):
+        # A field inside a format spec would take the episode's own text as the spec.
+        raise ConfigurationError(
+            "template must not nest a field inside a format spec, as in {instruction:{result}}"
+        )
+    try:
+        # Every field is text: a spec or conversion that text cannot take fails here, once,
+        # not at each record (where it would pass for an LLM failure and drop every lesson).
+        template.format(**dict.fromkeys(_TEMPLATE_FIELDS, "text"))
+    except (ValueError, KeyError, IndexError, AttributeError, TypeError) as exc:
+        raise ConfigurationError(
+            f"template cannot be filled with text ({type(exc).__name__}: {exc}); "
+            "use plain fields such as {instruction}"
+        ) from None
     return template
