@@ -33,6 +33,7 @@ from episodex._tasks.store import (
     TaskSearchOptions,
     Tenant,
     TornLine,
+    bm25_arg,
     describe_store,
     embedded_text_arg,
     episode_arg,
@@ -122,6 +123,7 @@ class JSONLTaskStore(BaseMemoryStore):
             raise ConfigurationError(
                 f"on_torn_line must be 'repair' or 'raise', got {on_torn_line!r}"
             )
+        self._bm25 = bm25_arg(bm25)
         if not isinstance(filename, str) or not filename or Path(filename).name != filename:  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigurationError(f"filename must be a plain file name, got {filename!r}")
         self.dir = Path(dir)
@@ -147,7 +149,6 @@ class JSONLTaskStore(BaseMemoryStore):
         self.torn_lines: list[TornLine] = []
         """Torn last lines found and moved aside when the store was opened."""
         self._fsync = fsync
-        self._bm25 = bm25 or Bm25Encoder()
         self._lock = threading.Lock()
         self._entries: dict[str, _Entry] = {}
         self._df: Counter[int] = Counter()

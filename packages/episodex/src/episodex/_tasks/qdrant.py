@@ -41,6 +41,7 @@ from episodex._tasks.store import (
     BaseMemoryStore,
     TaskSearchOptions,
     Tenant,
+    bm25_arg,
     describe_store,
     embedded_text_arg,
     episode_arg,
@@ -146,14 +147,16 @@ class QdrantTaskStore(BaseMemoryStore):
         if memory is not None:
             engine = memory.engine
             embedder = memory.embedder if embedder is None else embedder
+        # Every argument is checked before an engine is opened: a store that fails to open
+        # must leave its folder free for others.
+        self.bm25 = bm25_arg(bm25)
+        self.stage1_limit = require_int("stage1_limit", stage1_limit, error=ConfigurationError) or 1
         self.embedder: Embedder = resolve_embedder(embedder)
         self._owns_engine = engine is None
         if engine is None:
             engine = open_engine(path=os.fspath(path) if path is not None else None, **options)
         self.engine: Engine = engine
         self.collection = collection
-        self.bm25 = bm25 or Bm25Encoder()
-        self.stage1_limit = require_int("stage1_limit", stage1_limit) or 1
         try:
             open_collection(
                 engine,

@@ -18,10 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 
-from episodex._common.errors import NotSupportedError, ValidationError
+from episodex._common.errors import ConfigurationError, NotSupportedError, ValidationError
 from episodex._common.text import clip
 from episodex._common.validation import require_id, require_int, require_text
 from episodex._engines.plan import Filter
+from episodex._engines.sparse import Bm25Encoder
 from episodex._tasks.model import TIME_FORMAT, Episode
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "TaskStore",
     "Tenant",
     "TornLine",
+    "bm25_arg",
     "describe_store",
     "embedded_text_arg",
     "episode_arg",
@@ -117,6 +119,17 @@ def tenant_arg(user_id: object, agent_id: object) -> Tenant:
         else:
             checked.append(value)
     return checked[0], checked[1]
+
+
+def bm25_arg(value: object) -> Bm25Encoder:
+    """The `bm25` option of a task store: None (the defaults) or a `Bm25Encoder`."""
+    if value is None:
+        return Bm25Encoder()
+    if not isinstance(value, Bm25Encoder):
+        raise ConfigurationError(
+            f"bm25 must be None or a Bm25Encoder (e.g. Bm25Encoder(k=1.2)), got {value!r}"
+        )
+    return value
 
 
 def tenant_key(tenant: Tenant) -> str:
