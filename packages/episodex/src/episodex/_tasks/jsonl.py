@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import hashlib
 import json
 import math
@@ -16,7 +17,9 @@ from typing import Any, Literal, Unpack
 
 from episodex._common.errors import (
     ConfigurationError,
+    EngineError,
     EpisodeNotFoundError,
+    StorageFullError,
     StoreClosedError,
     StoreFileError,
     ValidationError,
@@ -51,6 +54,20 @@ from episodex._tasks.store import (
 __all__ = ["JSONLTaskStore"]
 
 
+# What a write that ran out of room fails with: no space, over a quota, over a size limit.
+_NO_ROOM = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+
+
+def _write_error(exc: OSError, path: Path, doing: str) -> EngineError:
+    """The typed error of a failed write to the store file (which is left as it was)."""
+    if exc.errno in _NO_ROOM:
+        return StorageFullError(
+            f"no room on disk for {path} while {doing} ({exc.strerror}); nothing was written. "
+            "Free some space and try again"
+        )
+    return EngineError(f"cannot write {path} while {doing} ({exc}); nothing was written")
+
+
 class _NotJson(ValueError):
     """A line that is not a whole JSON document: on the last line, what a crash leaves."""
 
@@ -77,8 +94,9 @@ class JSONLTaskStore(BaseMemoryStore):
     mid-write leaves at most a torn last line: it is detected on open, appended to a
     `<filename>.torn` side file, cut from the store file and reported in `torn_lines` and the
     log (or, with `on_torn_line="raise"`, raised as `StoreFileError`). Any other bad line
-    raises `StoreFileError` and the file is left as it is. One process should write a file
-    at a time.
+    raises `StoreFileError` and the file is left as it is. A change the disk cannot take (full,
+    over a quota) raises `StorageFullError`, any other failed write `EngineError`, with its
+    partial line taken back. One process should write a file at a time.
 
     ```python
     from episodex import Episode, JSONLTaskStore, Task, TaskResult
@@ -164,7 +182,12 @@ class JSONLTaskStore(BaseMemoryStore):
     # -- the file ------------------------------------------------------------------------
 
     def _load(self, on_torn_line: str) -> None:
-        data = self.path.read_bytes() if self.path.exists() else b""
+        try:
+            data = self.path.read_bytes() if self.path.exists() else b""
+        except OSError as exc:
+            raise ConfigurationError(
+                f"cannot read the task store file {self.path}: {exc.strerror or exc}"
+            ) from exc
         lines = data.split(b"\n")
         tail = lines.pop()  # what follows the last newline: b"" for a whole file
         records: list[dict[str, Any]] = []
@@ -206,7 +229,10 @@ class JSONLTaskStore(BaseMemoryStore):
                     "fragment to a side file and go on",
                     [(number, "torn last line: not a complete JSON record")],
                 )
-            self.torn_lines.append(self._set_aside(number, offset, fragment))
+            try:
+                self.torn_lines.append(self._set_aside(number, offset, fragment))
+            except OSError as exc:
+                raise _write_error(exc, self.path, "setting its torn last line aside") from exc
         for record in records:
             self._apply(record)
 
@@ -287,7 +313,10 @@ class JSONLTaskStore(BaseMemoryStore):
         line = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
         if self._needs_newline:
             line = b"\n" + line
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise _write_error(exc, self.path, "appending") from exc
         try:
             size = os.fstat(fd).st_size
             try:
@@ -297,10 +326,10 @@ class JSONLTaskStore(BaseMemoryStore):
                     view = view[written:]
                 if self._fsync:
                     os.fsync(fd)
-            except OSError:
+            except OSError as exc:
                 # Disk full or similar: take the partial line back so the file stays whole.
                 os.ftruncate(fd, size)
-                raise
+                raise _write_error(exc, self.path, "appending") from exc
         finally:
             os.close(fd)
         self._needs_newline = False
@@ -469,13 +498,18 @@ class JSONLTaskStore(BaseMemoryStore):
         with self._lock:
             self._check_writable()
             entries = sorted(self._entries.values(), key=lambda e: e.seq)
-            with atomic_write(self.path) as fh:
-                for e in entries:
-                    record: dict[str, Any] = {"op": "write", "episode": e.episode.to_record()}
-                    if e.text is not None:
-                        record["text"] = e.text
-                    if self.tenant != (None, None):
-                        record["user_id"], record["agent_id"] = self.tenant
-                    fh.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+            try:
+                with atomic_write(self.path) as fh:
+                    for e in entries:
+                        record: dict[str, Any] = {"op": "write", "episode": e.episode.to_record()}
+                        if e.text is not None:
+                            record["text"] = e.text
+                        if self.tenant != (None, None):
+                            record["user_id"], record["agent_id"] = self.tenant
+                        fh.write(
+                            json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+                        )
+            except OSError as exc:
+                raise _write_error(exc, self.path, "compacting") from exc
             self._needs_newline = False
             return len(entries)
