@@ -523,6 +523,11 @@ class ReflectiveMemory(_StoreMemory):
         episode = _episode(episode)
         try:
             lesson = await self.reflect(episode)
+            # Inside the try: an answer the episode cannot store (a lone surrogate) is an
+            # unusable answer like any other, not a reason to lose the episode.
+            stored = episode.replace(
+                additional_data={**(episode.additional_data or {}), "reflection": lesson}
+            )
         except Exception as exc:  # any LLM failure: keep the episode, report the failure
             self.reflection_failures += 1
             self.last_reflection_error = exc
@@ -535,10 +540,6 @@ class ReflectiveMemory(_StoreMemory):
                 self.reflection_failures,
             )
             stored = episode
-        else:
-            stored = episode.replace(
-                additional_data={**(episode.additional_data or {}), "reflection": lesson}
-            )
         await self.store.write(stored)
         return stored
 
