@@ -170,7 +170,14 @@ def reindex(
         extra = sorted(staged.keys() - wanted.keys())
         for start in range(0, len(extra), 1024):
             engine.delete(staging, Filter(must=(HasId(tuple(extra[start : start + 1024])),)))
-        engine.switch_collection(source, staging)
+        # Recalls under way on `store` embedded their queries with its models: from here on
+        # they ask again of the store that follows it (see `EpisodeStore.recall`).
+        store.retired = True
+        try:
+            engine.switch_collection(source, staging)
+        except BaseException:
+            store.retired = False  # not switched: the collection is still this store's
+            raise
         switched = EpisodeStore(
             engine, embedder, bm25=store.bm25, splade=store.splade, collection=source
         )
