@@ -26,11 +26,13 @@ from episodex._engines.plan import (
 )
 
 __all__ = [
+    "STAGING_DIGITS",
     "STAGING_MARK",
     "Engine",
     "ReindexableEngine",
     "StreamRanks",
     "explain_fused",
+    "is_staging_name",
     "ordered_page",
     "refuse_non_finite",
     "stream_searches",
@@ -38,6 +40,22 @@ __all__ = [
 
 #: Between a collection's name and a digest: the name of the collection a re-index fills.
 STAGING_MARK = "_reindex_"
+#: How many hex digits of that digest the name keeps.
+STAGING_DIGITS = 12
+
+
+def is_staging_name(name: str, collection: str) -> bool:
+    """Whether `name` is the form of a staging collection that a re-index of `collection` fills.
+
+    Only the exact form: another collection may well start with `<collection>_reindex_`.
+    """
+    digest = name.removeprefix(f"{collection}{STAGING_MARK}")
+    return (
+        digest != name
+        and len(digest) == STAGING_DIGITS
+        and all(c in "0123456789abcdef" for c in digest)
+    )
+
 
 #: For one hit: stream name -> (rank from 1, that stream's score).
 StreamRanks = dict[str, tuple[int, float]]

@@ -27,6 +27,7 @@ from episodex._engines.base import (
     STAGING_MARK,
     StreamRanks,
     explain_fused,
+    is_staging_name,
     ordered_page,
     refuse_non_finite,
     stream_searches,
@@ -814,16 +815,43 @@ class EdgeEngine:
                     old.close()
                 except Exception:  # the switch is done; the old shard is only garbage now
                     pass
-            # The old folder, and any staging folder a killed re-index of this collection left.
+            # The old folder, and any staging folder a killed or failed re-index of this
+            # collection left: only one of the exact staging form holding this collection's
+            # kind of records, never another collection that merely starts with the prefix.
             stale = [old_folder] if old_folder != new_folder else []
-            stale += [
-                p.name
-                for p in self._root.glob(f"{collection}{STAGING_MARK}*")
-                if p.is_dir() and p.name not in folders.values()
-            ]
+            kind = self._kind(self._root / new_folder)
+            for path in self._root.glob(f"{collection}{STAGING_MARK}*"):
+                name = path.name
+                if (
+                    not path.is_dir()
+                    or name in folders.values()
+                    or not is_staging_name(name, collection)
+                    or self._kind(path) not in (None, kind)
+                ):
+                    continue
+                # A re-index that failed in this process left its staging collection open.
+                abandoned = self._shards.pop(name, None)
+                self._keys.pop(name, None)
+                if abandoned is not None:
+                    try:
+                        abandoned.close()
+                    except Exception:  # it is deleted next; nothing of it is kept
+                        pass
+                stale.append(name)
             for name in stale:
                 if name not in folders.values():
                     shutil.rmtree(self._root / name, ignore_errors=True)
+
+    @staticmethod
+    def _kind(folder: Path) -> object:
+        """The kind of records a collection folder's manifest names (None: no manifest)."""
+        manifest = folder / _MANIFEST
+        if not manifest.is_file():
+            return None
+        try:
+            return _read_manifest(manifest).get("kind", "")
+        except EngineError:
+            return ""  # unreadable: not known to be a staging copy, so not deleted
 
     def optimize(self) -> None:
         """Run Qdrant's segment optimizers (HNSW build, merges) on every open shard."""
