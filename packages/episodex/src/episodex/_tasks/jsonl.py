@@ -348,13 +348,20 @@ class JSONLTaskStore(BaseMemoryStore):
             self._df.subtract(entry.terms.keys())
         return entry
 
-    def _put(self, episode: Episode, text: str | None) -> None:
-        # Only the same episode id is replaced: other attempts at the task stay.
-        self._remove(episode.id_)
+    def _terms(self, episode: Episode, text: str | None) -> dict[int, float]:
         vec = self._bm25.document(text if text is not None else embedded_text_arg(episode, None))
         terms: dict[int, float] = {}
         for index, value in zip(vec.indices, vec.values, strict=True):
             terms[index] = terms.get(index, 0.0) + value
+        return terms
+
+    def _put(
+        self, episode: Episode, text: str | None, terms: dict[int, float] | None = None
+    ) -> None:
+        # Only the same episode id is replaced: other attempts at the task stay.
+        if terms is None:
+            terms = self._terms(episode, text)
+        self._remove(episode.id_)
         self._seq += 1
         self._entries[episode.id_] = _Entry(episode, self._seq, text, terms)
         self._df.update(terms.keys())
@@ -365,9 +372,11 @@ class JSONLTaskStore(BaseMemoryStore):
         record: dict[str, Any] = {"op": "write", "episode": episode.to_record()}
         if text is not None:
             record["text"] = text
+        # Indexed before the line is appended: nothing may fail once it is in the file.
+        terms = self._terms(episode, text)
         with self._lock:
             self._append(record)
-            self._put(episode, text)
+            self._put(episode, text, terms)
 
     def _update(self, episode: Episode) -> None:
         with self._lock:
@@ -379,8 +388,9 @@ class JSONLTaskStore(BaseMemoryStore):
             record: dict[str, Any] = {"op": "update", "episode": episode.to_record()}
             if text is not None:
                 record["text"] = text
+            terms = self._terms(episode, text)
             self._append(record)
-            self._put(episode, text)
+            self._put(episode, text, terms)
 
     def _delete(self, id_: str) -> None:
         with self._lock:

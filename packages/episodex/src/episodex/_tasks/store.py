@@ -260,8 +260,15 @@ class TornLine:
 
 
 def episode_arg(value: object) -> Episode:
+    """The episode a store writes, validated now.
+
+    An `Episode` is frozen, but its `metadata` and `additional_data` dicts can still be changed
+    in place after it was made, so it is checked again: a value no store can read back would
+    otherwise be written (the JSONL file then fails to open) or fail half way through a write.
+    """
     if isinstance(value, Episode):
-        return value
+        # Python mode, no serializer warnings: a changed value reaches the checks as it is.
+        return Episode.parse(value.model_dump(warnings=False))
     if isinstance(value, Mapping):
         return Episode.parse(value)  # pyright: ignore[reportUnknownArgumentType]
     raise ValidationError(f"expected an Episode, got {type(value).__name__}")
