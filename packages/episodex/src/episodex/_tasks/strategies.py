@@ -13,7 +13,7 @@ import asyncio
 import logging
 import string
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from episodex._common.budget import require_budget
@@ -42,7 +42,7 @@ logger = logging.getLogger("episodex")
 
 
 async def render_memories(
-    memories: Sequence[TaskMemory],
+    memories: Iterable[TaskMemory],
     task: Task | str,
     *,
     max_tokens: int | None = None,
@@ -63,7 +63,11 @@ async def render_memories(
         encoding: A tiktoken encoding name or a token-counting callable.
     """
     budget = require_budget(max_tokens)
-    if isinstance(memories, TaskMemory) or not all(isinstance(m, TaskMemory) for m in memories):  # pyright: ignore[reportUnnecessaryIsInstance]
+    if isinstance(memories, TaskMemory) or not isinstance(memories, Iterable):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ValidationError("render_memories takes a list of memories (TaskMemory objects)")
+    # One pass only: a generator checked with all() and then recalled from would be empty.
+    memories = list(memories)
+    if not all(isinstance(m, TaskMemory) for m in memories):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise ValidationError("render_memories takes a list of memories (TaskMemory objects)")
     for memory in memories:
         if not memory.ranks_episodes:
