@@ -75,7 +75,7 @@ def test_a_failed_append_raises_storage_full_and_leaves_the_file_whole(tmp_path:
 
 def test_a_store_file_that_cannot_be_read_is_a_configuration_error(tmp_path: Path) -> None:
     (tmp_path / "episodes.jsonl").mkdir()
-    with pytest.raises(ConfigurationError, match="episodes.jsonl"):
+    with pytest.raises(ConfigurationError, match=r"episodes\.jsonl"):
         JSONLTaskStore(tmp_path)
     # The refused store let its lock go: once the folder is moved away, it opens.
     (tmp_path / "episodes.jsonl").rmdir()

@@ -26,11 +26,13 @@ from episodex._engines.plan import (
 )
 
 __all__ = [
+    "MAX_COUNT",
     "STAGING_DIGITS",
     "STAGING_MARK",
     "Engine",
     "ReindexableEngine",
     "StreamRanks",
+    "cap_count",
     "explain_fused",
     "is_staging_name",
     "ordered_page",
@@ -55,6 +57,18 @@ def is_staging_name(name: str, collection: str) -> bool:
         and len(digest) == STAGING_DIGITS
         and all(c in "0123456789abcdef" for c in digest)
     )
+
+
+#: The largest count (a limit, an RRF constant) an engine is given. Counts are checked for a
+#: minimum only, any larger one meaning "all of them"; the engines' 64-bit fields would refuse
+#: one of 2**64 or more (the embedded binding with a raw OverflowError), so it is capped, far
+#: beyond any number of points a collection holds.
+MAX_COUNT = 2**32
+
+
+def cap_count(n: int) -> int:
+    """`n`, or `MAX_COUNT` if it is larger."""
+    return min(n, MAX_COUNT)
 
 
 #: For one hit: stream name -> (rank from 1, that stream's score).

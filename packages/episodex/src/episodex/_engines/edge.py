@@ -26,6 +26,7 @@ from episodex._common.lockfile import FolderLock
 from episodex._engines.base import (
     STAGING_MARK,
     StreamRanks,
+    cap_count,
     explain_fused,
     is_staging_name,
     ordered_page,
@@ -200,16 +201,16 @@ def _stream_filter(stream: Stream, flt: Filter, key: Keyer, memo: Memo) -> qe.Fi
 
 
 def _prefetch(stream: Stream, flt: qe.Filter, memo: Memo) -> qe.Prefetch:
-    return qe.Prefetch(limit=stream.limit, query=_nearest(stream, memo), filter=flt)
+    return qe.Prefetch(limit=cap_count(stream.limit), query=_nearest(stream, memo), filter=flt)
 
 
 def _ranked(stream: Stream, flt: qe.Filter, k: int, memo: Memo) -> qe.Prefetch:
     # Qdrant's RRF over a single list scores rank r (from 1) as 1 / (r + k' - 1): with
     # k' = k + 1 that is 1 / (k + r), which the fused request's formula then weights.
     return qe.Prefetch(
-        limit=stream.limit,
+        limit=cap_count(stream.limit),
         prefetches=[_prefetch(stream, flt, memo)],
-        query=qe.Fusion.Rrf(k=k + 1),  # pyright: ignore[reportArgumentType]
+        query=qe.Fusion.Rrf(k=cap_count(k + 1)),  # pyright: ignore[reportArgumentType]
     )
 
 
@@ -238,14 +239,14 @@ def render_request(
     if isinstance(req, Search):
         plain = native_ids and req.with_payload is False
         return qe.QueryRequest(
-            limit=req.limit,
+            limit=cap_count(req.limit),
             query=_nearest(req.stream, memo),
             filter=_stream_filter(req.stream, req.filter, key, memo),
             with_payload=False if plain else _payload_selector(req.with_payload),
             score_threshold=req.score_threshold,
         )
     return qe.QueryRequest(
-        limit=req.limit,
+        limit=cap_count(req.limit),
         prefetches=[
             _ranked(s, _stream_filter(s, req.filter, key, memo), req.k, memo) for s in req.streams
         ],
@@ -733,7 +734,7 @@ class EdgeEngine:
             return [], None
         request = qe.ScrollRequest(
             offset=int(offset) if offset is not None and order is None else None,
-            limit=limit,
+            limit=cap_count(limit),
             filter=render_filter(flt, self._key(collection)),
             with_payload=_payload_selector(with_payload),
             with_vector=False,
