@@ -334,6 +334,22 @@ _ADVICE = (
 )
 
 
+def _drop_replaced_folders(root: Path, folders: Mapping[str, str]) -> None:
+    """Delete the folder a collection was served from before a re-index switched it away.
+
+    A switch deletes that folder right after the atomic switch; a process killed in between
+    left it on disk, a whole second copy of the collection that nothing would ever delete.
+    Only a folder named after a collection that is now served from another folder, and that
+    serves no collection itself, is one.
+    """
+    import shutil
+
+    served = set(folders.values())
+    for name, folder in folders.items():
+        if folder != name and name not in served and (root / name).is_dir():
+            shutil.rmtree(root / name, ignore_errors=True)
+
+
 class _OpenFolder:
     """One store folder open in this process, shared by every `EdgeEngine` handle on it.
 
@@ -356,6 +372,7 @@ class _OpenFolder:
         except BaseException:
             self.folder_lock.release()
             raise
+        _drop_replaced_folders(root, self.folders)
         self.shards: dict[str, qe.EdgeShard] = {}
         self.keys: dict[str, Keyer] = {}
         self.lock = threading.RLock()
