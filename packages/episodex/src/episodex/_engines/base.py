@@ -26,11 +26,15 @@ from episodex._engines.plan import (
 )
 
 __all__ = [
+    "MAX_COUNT",
+    "STAGING_DIGITS",
     "STAGING_MARK",
     "Engine",
     "ReindexableEngine",
     "StreamRanks",
+    "cap_count",
     "explain_fused",
+    "is_staging_name",
     "ordered_page",
     "refuse_non_finite",
     "stream_searches",
@@ -38,6 +42,34 @@ __all__ = [
 
 #: Between a collection's name and a digest: the name of the collection a re-index fills.
 STAGING_MARK = "_reindex_"
+#: How many hex digits of that digest the name keeps.
+STAGING_DIGITS = 12
+
+
+def is_staging_name(name: str, collection: str) -> bool:
+    """Whether `name` is the form of a staging collection that a re-index of `collection` fills.
+
+    Only the exact form: another collection may well start with `<collection>_reindex_`.
+    """
+    digest = name.removeprefix(f"{collection}{STAGING_MARK}")
+    return (
+        digest != name
+        and len(digest) == STAGING_DIGITS
+        and all(c in "0123456789abcdef" for c in digest)
+    )
+
+
+#: The largest count (a limit, an RRF constant) an engine is given. Counts are checked for a
+#: minimum only, any larger one meaning "all of them"; the engines' 64-bit fields would refuse
+#: one of 2**64 or more (the embedded binding with a raw OverflowError), so it is capped, far
+#: beyond any number of points a collection holds.
+MAX_COUNT = 2**32
+
+
+def cap_count(n: int) -> int:
+    """`n`, or `MAX_COUNT` if it is larger."""
+    return min(n, MAX_COUNT)
+
 
 #: For one hit: stream name -> (rank from 1, that stream's score).
 StreamRanks = dict[str, tuple[int, float]]

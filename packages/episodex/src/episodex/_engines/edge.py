@@ -26,7 +26,9 @@ from episodex._common.lockfile import FolderLock
 from episodex._engines.base import (
     STAGING_MARK,
     StreamRanks,
+    cap_count,
     explain_fused,
+    is_staging_name,
     ordered_page,
     refuse_non_finite,
     stream_searches,
@@ -199,16 +201,16 @@ def _stream_filter(stream: Stream, flt: Filter, key: Keyer, memo: Memo) -> qe.Fi
 
 
 def _prefetch(stream: Stream, flt: qe.Filter, memo: Memo) -> qe.Prefetch:
-    return qe.Prefetch(limit=stream.limit, query=_nearest(stream, memo), filter=flt)
+    return qe.Prefetch(limit=cap_count(stream.limit), query=_nearest(stream, memo), filter=flt)
 
 
 def _ranked(stream: Stream, flt: qe.Filter, k: int, memo: Memo) -> qe.Prefetch:
     # Qdrant's RRF over a single list scores rank r (from 1) as 1 / (r + k' - 1): with
     # k' = k + 1 that is 1 / (k + r), which the fused request's formula then weights.
     return qe.Prefetch(
-        limit=stream.limit,
+        limit=cap_count(stream.limit),
         prefetches=[_prefetch(stream, flt, memo)],
-        query=qe.Fusion.Rrf(k=k + 1),  # pyright: ignore[reportArgumentType]
+        query=qe.Fusion.Rrf(k=cap_count(k + 1)),  # pyright: ignore[reportArgumentType]
     )
 
 
@@ -237,14 +239,14 @@ def render_request(
     if isinstance(req, Search):
         plain = native_ids and req.with_payload is False
         return qe.QueryRequest(
-            limit=req.limit,
+            limit=cap_count(req.limit),
             query=_nearest(req.stream, memo),
             filter=_stream_filter(req.stream, req.filter, key, memo),
             with_payload=False if plain else _payload_selector(req.with_payload),
             score_threshold=req.score_threshold,
         )
     return qe.QueryRequest(
-        limit=req.limit,
+        limit=cap_count(req.limit),
         prefetches=[
             _ranked(s, _stream_filter(s, req.filter, key, memo), req.k, memo) for s in req.streams
         ],
@@ -332,6 +334,22 @@ _ADVICE = (
 )
 
 
+def _drop_replaced_folders(root: Path, folders: Mapping[str, str]) -> None:
+    """Delete the folder a collection was served from before a re-index switched it away.
+
+    A switch deletes that folder right after the atomic switch; a process killed in between
+    left it on disk, a whole second copy of the collection that nothing would ever delete.
+    Only a folder named after a collection that is now served from another folder, and that
+    serves no collection itself, is one.
+    """
+    import shutil
+
+    served = set(folders.values())
+    for name, folder in folders.items():
+        if folder != name and name not in served and (root / name).is_dir():
+            shutil.rmtree(root / name, ignore_errors=True)
+
+
 class _OpenFolder:
     """One store folder open in this process, shared by every `EdgeEngine` handle on it.
 
@@ -354,6 +372,7 @@ class _OpenFolder:
         except BaseException:
             self.folder_lock.release()
             raise
+        _drop_replaced_folders(root, self.folders)
         self.shards: dict[str, qe.EdgeShard] = {}
         self.keys: dict[str, Keyer] = {}
         self.lock = threading.RLock()
@@ -732,7 +751,7 @@ class EdgeEngine:
             return [], None
         request = qe.ScrollRequest(
             offset=int(offset) if offset is not None and order is None else None,
-            limit=limit,
+            limit=cap_count(limit),
             filter=render_filter(flt, self._key(collection)),
             with_payload=_payload_selector(with_payload),
             with_vector=False,
@@ -814,16 +833,43 @@ class EdgeEngine:
                     old.close()
                 except Exception:  # the switch is done; the old shard is only garbage now
                     pass
-            # The old folder, and any staging folder a killed re-index of this collection left.
+            # The old folder, and any staging folder a killed or failed re-index of this
+            # collection left: only one of the exact staging form holding this collection's
+            # kind of records, never another collection that merely starts with the prefix.
             stale = [old_folder] if old_folder != new_folder else []
-            stale += [
-                p.name
-                for p in self._root.glob(f"{collection}{STAGING_MARK}*")
-                if p.is_dir() and p.name not in folders.values()
-            ]
+            kind = self._kind(self._root / new_folder)
+            for path in self._root.glob(f"{collection}{STAGING_MARK}*"):
+                name = path.name
+                if (
+                    not path.is_dir()
+                    or name in folders.values()
+                    or not is_staging_name(name, collection)
+                    or self._kind(path) not in (None, kind)
+                ):
+                    continue
+                # A re-index that failed in this process left its staging collection open.
+                abandoned = self._shards.pop(name, None)
+                self._keys.pop(name, None)
+                if abandoned is not None:
+                    try:
+                        abandoned.close()
+                    except Exception:  # it is deleted next; nothing of it is kept
+                        pass
+                stale.append(name)
             for name in stale:
                 if name not in folders.values():
                     shutil.rmtree(self._root / name, ignore_errors=True)
+
+    @staticmethod
+    def _kind(folder: Path) -> object:
+        """The kind of records a collection folder's manifest names (None: no manifest)."""
+        manifest = folder / _MANIFEST
+        if not manifest.is_file():
+            return None
+        try:
+            return _read_manifest(manifest).get("kind", "")
+        except EngineError:
+            return ""  # unreadable: not known to be a staging copy, so not deleted
 
     def optimize(self) -> None:
         """Run Qdrant's segment optimizers (HNSW build, merges) on every open shard."""

@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from episodex._common.errors import ValidationError
+from episodex._common.validation import INT64_MAX, INT64_MIN
 from episodex._common.vectors import SparseVec
 
 __all__ = [
@@ -31,12 +33,45 @@ __all__ = [
 ]
 
 
+# Conditions are checked when made: a caller may build them (`QdrantTaskStore.search` takes a
+# plan `Filter`), and a value an engine cannot take failed there with an untyped error (a NaN
+# bound made the embedded engine panic, an exception that is not even an `Exception`).
+
+
+def _check_key(key: object, condition: str) -> None:
+    if not isinstance(key, str) or not key:
+        raise ValidationError(f"{condition} key must be a non-empty payload path, got {key!r}")
+
+
+def _is_int64(value: object) -> bool:
+    return (
+        isinstance(value, int) and not isinstance(value, bool) and INT64_MIN <= value <= INT64_MAX
+    )
+
+
+def _check_values(values: object, condition: str) -> None:
+    if isinstance(values, str) or not isinstance(values, tuple | list):
+        raise ValidationError(f"{condition} values must be a tuple of values, got {values!r}")
+    items = list(values)  # pyright: ignore[reportUnknownArgumentType]
+    if not (all(isinstance(v, str) for v in items) or all(_is_int64(v) for v in items)):
+        raise ValidationError(
+            f"{condition} values must be all strings or all 64-bit integers, got {values!r}"
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class Match:
     """Payload `key` equals `value`."""
 
     key: str
     value: str | int | bool
+
+    def __post_init__(self) -> None:
+        _check_key(self.key, "Match")
+        if not isinstance(self.value, str | bool) and not _is_int64(self.value):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValidationError(
+                f"Match value must be a string, a bool or a 64-bit integer, got {self.value!r}"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +81,10 @@ class MatchAny:
     key: str
     values: tuple[str, ...]
 
+    def __post_init__(self) -> None:
+        _check_key(self.key, "MatchAny")
+        _check_values(self.values, "MatchAny")
+
 
 @dataclass(frozen=True, slots=True)
 class MatchExcept:
@@ -53,6 +92,10 @@ class MatchExcept:
 
     key: str
     values: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        _check_key(self.key, "MatchExcept")
+        _check_values(self.values, "MatchExcept")
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,12 +108,29 @@ class Range:
     lt: float | None = None
     lte: float | None = None
 
+    def __post_init__(self) -> None:
+        _check_key(self.key, "Range")
+        for name in ("gt", "gte", "lt", "lte"):
+            bound = getattr(self, name)
+            if bound is not None and (
+                isinstance(bound, bool) or not isinstance(bound, int | float) or bound != bound
+            ):
+                raise ValidationError(
+                    f"Range {name} must be a number (not NaN) or None, got {bound!r}"
+                )
+
 
 @dataclass(frozen=True, slots=True)
 class HasId:
     """The point id is one of `ids`."""
 
     ids: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if isinstance(self.ids, str) or not isinstance(self.ids, tuple | list):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValidationError(f"HasId ids must be a tuple of point ids, got {self.ids!r}")
+        if not all(isinstance(i, str) for i in self.ids):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValidationError(f"HasId ids must be point id strings, got {self.ids!r}")
 
 
 Condition = Match | MatchAny | MatchExcept | Range | HasId

@@ -12,6 +12,7 @@ from episodex._common.errors import EngineError, EngineUnavailableError
 from episodex._engines.base import (
     STAGING_MARK,
     StreamRanks,
+    cap_count,
     explain_fused,
     ordered_page,
     refuse_non_finite,
@@ -96,7 +97,7 @@ def render_request(req: Search | Fused) -> models.QueryRequest:
             query=_vector(req.stream.vector),
             using=req.stream.using,
             filter=render_filter(req.stream.narrowed(req.filter)),
-            limit=req.limit,
+            limit=cap_count(req.limit),
             with_payload=_with_payload(req.with_payload),
             score_threshold=req.score_threshold,
         )
@@ -110,12 +111,12 @@ def render_request(req: Search | Fused) -> models.QueryRequest:
                     models.Prefetch(
                         query=_vector(s.vector),
                         using=s.using,
-                        limit=s.limit,
+                        limit=cap_count(s.limit),
                         filter=flt if s.filter is None else render_filter(s.narrowed(req.filter)),
                     )
                 ],
-                query=models.RrfQuery(rrf=models.Rrf(k=req.k + 1)),
-                limit=s.limit,
+                query=models.RrfQuery(rrf=models.Rrf(k=cap_count(req.k + 1))),
+                limit=cap_count(s.limit),
             )
             for s in req.streams
         ],
@@ -130,7 +131,7 @@ def render_request(req: Search | Fused) -> models.QueryRequest:
             defaults={f"$score[{i}]": 0.0 for i in range(len(req.streams))},
         ),
         # No filter here: the formula scores only what the filtered searches found.
-        limit=req.limit,
+        limit=cap_count(req.limit),
         with_payload=_with_payload(req.with_payload),
     )
 
@@ -360,7 +361,7 @@ class QdrantClientEngine:
                 flt,
                 fetch,
                 key=order_by,
-                limit=limit,
+                limit=cap_count(limit),
                 descending=descending,
                 with_payload=with_payload,
             )
@@ -383,7 +384,7 @@ class QdrantClientEngine:
             lambda: self._client.scroll(
                 self._name(collection),
                 scroll_filter=render_filter(flt),
-                limit=limit,
+                limit=cap_count(limit),
                 offset=offset if order is None else None,
                 with_payload=_with_payload(with_payload),
                 with_vectors=False,

@@ -6,10 +6,13 @@ modifier, so only term frequencies are computed here and nothing is downloaded.
 
 from __future__ import annotations
 
+import math
 import threading
+from collections.abc import Callable
 
 import qdrant_edge as qe
 
+from episodex._common.errors import ConfigurationError
 from episodex._engines.plan import SparseVec
 
 __all__ = ["Bm25Encoder"]
@@ -25,6 +28,23 @@ class Bm25Encoder:
     """
 
     def __init__(self, *, k: float = 1.2, b: float = 0.75, avg_len: float = 64.0) -> None:
+        # Checked here, not where the tokenizer is first built: that is inside a store's first
+        # write (or its opening), after the store has recorded these settings.
+        checks: tuple[tuple[str, float, str, Callable[[float], bool]], ...] = (
+            ("k", k, ">= 0", lambda v: v >= 0),
+            ("b", b, "in [0, 1]", lambda v: 0 <= v <= 1),
+            ("avg_len", avg_len, "> 0", lambda v: v > 0),
+        )
+        for name, value, span, within in checks:
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)  # pyright: ignore[reportUnnecessaryIsInstance]
+                or not math.isfinite(value)
+                or not within(value)
+            ):
+                raise ConfigurationError(
+                    f"BM25 {name} must be a finite number {span}, got {value!r}"
+                )
         self.config = {"k": k, "b": b, "avg_len": avg_len, "language": "english"}
         self._local = threading.local()
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from episodex._common.errors import ConfigurationError
 from episodex._common.validation import require_int
 from episodex._embedders.base import Embedder
-from episodex._engines.base import STAGING_MARK, ReindexableEngine
+from episodex._engines.base import STAGING_DIGITS, STAGING_MARK, ReindexableEngine
 from episodex._engines.plan import Filter, HasId, Hit, Point
 
 if TYPE_CHECKING:
@@ -78,7 +78,8 @@ def staging_name(store: EpisodeStore, embedder: Embedder, generation: str) -> st
         list(store.streams),
         sparse_model,
     ]
-    digest = hashlib.sha256(json.dumps(target, sort_keys=True).encode()).hexdigest()[:12]
+    digest = hashlib.sha256(json.dumps(target, sort_keys=True).encode()).hexdigest()
+    digest = digest[:STAGING_DIGITS]
     return f"{store.collection}{STAGING_MARK}{digest}"
 
 
@@ -170,7 +171,14 @@ def reindex(
         extra = sorted(staged.keys() - wanted.keys())
         for start in range(0, len(extra), 1024):
             engine.delete(staging, Filter(must=(HasId(tuple(extra[start : start + 1024])),)))
-        engine.switch_collection(source, staging)
+        # Recalls under way on `store` embedded their queries with its models: from here on
+        # they ask again of the store that follows it (see `EpisodeStore.recall`).
+        store.retired = True
+        try:
+            engine.switch_collection(source, staging)
+        except BaseException:
+            store.retired = False  # not switched: the collection is still this store's
+            raise
         switched = EpisodeStore(
             engine, embedder, bm25=store.bm25, splade=store.splade, collection=source
         )

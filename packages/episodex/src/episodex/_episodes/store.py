@@ -149,6 +149,9 @@ class EpisodeStore:
         #: The store serving this collection after a re-index switched it (set under the write
         #: lock): writes that were waiting for the lock go to it, embedded by its models.
         self.successor: EpisodeStore | None = None
+        #: Set by a re-index (under the write lock) just before it switches the collection to
+        #: vectors of other models: a recall that ran meanwhile asks `successor` again.
+        self.retired = False
 
     @property
     def write_lock(self) -> threading.Lock:
@@ -384,6 +387,38 @@ class EpisodeStore:
         every stored field, and (unless `with_stream_ranks=False`) `streams`: for each stream
         that found it, its rank and score.
         """
+        result = self._recall(
+            user_id=user_id,
+            agent_id=agent_id,
+            query=query,
+            conversation_id=conversation_id,
+            **options,
+        )
+        if self.retired:
+            # A re-index switched the collection while this ran: the query was embedded with
+            # models the collection may no longer hold. The switch keeps the write lock until
+            # it has set `successor`, the store embedding with the collection's models now.
+            with self._write_lock:
+                successor = self.successor
+            if successor is not None:
+                return successor.recall(
+                    user_id=user_id,
+                    agent_id=agent_id,
+                    query=query,
+                    conversation_id=conversation_id,
+                    **options,
+                )
+        return result
+
+    def _recall(
+        self,
+        *,
+        user_id: str,
+        agent_id: str,
+        query: str,
+        conversation_id: str | None,
+        **options: Unpack[RecallOptions],
+    ) -> RecallResult:
         check_recall_options(options)
         self._require_vectors()
         base = tenant_filter(user_id, agent_id)

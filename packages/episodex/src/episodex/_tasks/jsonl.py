@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import hashlib
 import json
 import math
@@ -16,7 +17,9 @@ from typing import Any, Literal, Unpack
 
 from episodex._common.errors import (
     ConfigurationError,
+    EngineError,
     EpisodeNotFoundError,
+    StorageFullError,
     StoreClosedError,
     StoreFileError,
     ValidationError,
@@ -33,10 +36,12 @@ from episodex._tasks.store import (
     TaskSearchOptions,
     Tenant,
     TornLine,
+    bm25_arg,
     describe_store,
     embedded_text_arg,
     episode_arg,
     id_arg,
+    known_options,
     logger,
     metadata_filter,
     metadata_matches,
@@ -47,6 +52,24 @@ from episodex._tasks.store import (
 )
 
 __all__ = ["JSONLTaskStore"]
+
+
+# What a write that ran out of room fails with: no space, over a quota, over a size limit.
+_NO_ROOM = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+
+
+def _write_error(exc: OSError, path: Path, doing: str) -> EngineError:
+    """The typed error of a failed write to the store file (which is left as it was)."""
+    if exc.errno in _NO_ROOM:
+        return StorageFullError(
+            f"no room on disk for {path} while {doing} ({exc.strerror}); nothing was written. "
+            "Free some space and try again"
+        )
+    return EngineError(f"cannot write {path} while {doing} ({exc}); nothing was written")
+
+
+class _NotJson(ValueError):
+    """A line that is not a whole JSON document: on the last line, what a crash leaves."""
 
 
 @dataclass(slots=True)
@@ -71,8 +94,9 @@ class JSONLTaskStore(BaseMemoryStore):
     mid-write leaves at most a torn last line: it is detected on open, appended to a
     `<filename>.torn` side file, cut from the store file and reported in `torn_lines` and the
     log (or, with `on_torn_line="raise"`, raised as `StoreFileError`). Any other bad line
-    raises `StoreFileError` and the file is left as it is. One process should write a file
-    at a time.
+    raises `StoreFileError` and the file is left as it is. A change the disk cannot take (full,
+    over a quota) raises `StorageFullError`, any other failed write `EngineError`, with its
+    partial line taken back. One process should write a file at a time.
 
     ```python
     from episodex import Episode, JSONLTaskStore, Task, TaskResult
@@ -117,6 +141,7 @@ class JSONLTaskStore(BaseMemoryStore):
             raise ConfigurationError(
                 f"on_torn_line must be 'repair' or 'raise', got {on_torn_line!r}"
             )
+        self._bm25 = bm25_arg(bm25)
         if not isinstance(filename, str) or not filename or Path(filename).name != filename:  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigurationError(f"filename must be a plain file name, got {filename!r}")
         self.dir = Path(dir)
@@ -142,7 +167,6 @@ class JSONLTaskStore(BaseMemoryStore):
         self.torn_lines: list[TornLine] = []
         """Torn last lines found and moved aside when the store was opened."""
         self._fsync = fsync
-        self._bm25 = bm25 or Bm25Encoder()
         self._lock = threading.Lock()
         self._entries: dict[str, _Entry] = {}
         self._df: Counter[int] = Counter()
@@ -158,7 +182,12 @@ class JSONLTaskStore(BaseMemoryStore):
     # -- the file ------------------------------------------------------------------------
 
     def _load(self, on_torn_line: str) -> None:
-        data = self.path.read_bytes() if self.path.exists() else b""
+        try:
+            data = self.path.read_bytes() if self.path.exists() else b""
+        except OSError as exc:
+            raise ConfigurationError(
+                f"cannot read the task store file {self.path}: {exc.strerror or exc}"
+            ) from exc
         lines = data.split(b"\n")
         tail = lines.pop()  # what follows the last newline: b"" for a whole file
         records: list[dict[str, Any]] = []
@@ -174,8 +203,14 @@ class JSONLTaskStore(BaseMemoryStore):
             try:
                 records.append(self._parse_line(tail))
                 self._needs_newline = True  # whole record, only its newline was lost
-            except ValueError:
+            except _NotJson:
+                # A crash leaves a strict prefix of a record, and no prefix of a JSON object
+                # is a whole JSON document: only such a tail is torn.
                 torn = (len(lines) + 1, len(data) - len(tail), tail)
+            except ValueError as exc:
+                # A whole record that fails its checks is a bad line like any other (a hand
+                # edit saved without a final newline): never cut from the file.
+                bad.append((len(lines) + 1, str(exc)))
         elif tail:
             self._needs_newline = True
         if bad:
@@ -194,7 +229,10 @@ class JSONLTaskStore(BaseMemoryStore):
                     "fragment to a side file and go on",
                     [(number, "torn last line: not a complete JSON record")],
                 )
-            self.torn_lines.append(self._set_aside(number, offset, fragment))
+            try:
+                self.torn_lines.append(self._set_aside(number, offset, fragment))
+            except OSError as exc:
+                raise _write_error(exc, self.path, "setting its torn last line aside") from exc
         for record in records:
             self._apply(record)
 
@@ -202,7 +240,7 @@ class JSONLTaskStore(BaseMemoryStore):
         try:
             record = read_json(raw)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise ValueError(f"not JSON ({exc})") from None
+            raise _NotJson(f"not JSON ({exc})") from None
         if not isinstance(record, dict):
             raise ValueError("not a JSON object")
         op = record.get("op")  # pyright: ignore[reportUnknownMemberType]
@@ -275,7 +313,10 @@ class JSONLTaskStore(BaseMemoryStore):
         line = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
         if self._needs_newline:
             line = b"\n" + line
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise _write_error(exc, self.path, "appending") from exc
         try:
             size = os.fstat(fd).st_size
             try:
@@ -285,10 +326,10 @@ class JSONLTaskStore(BaseMemoryStore):
                     view = view[written:]
                 if self._fsync:
                     os.fsync(fd)
-            except OSError:
+            except OSError as exc:
                 # Disk full or similar: take the partial line back so the file stays whole.
                 os.ftruncate(fd, size)
-                raise
+                raise _write_error(exc, self.path, "appending") from exc
         finally:
             os.close(fd)
         self._needs_newline = False
@@ -307,13 +348,20 @@ class JSONLTaskStore(BaseMemoryStore):
             self._df.subtract(entry.terms.keys())
         return entry
 
-    def _put(self, episode: Episode, text: str | None) -> None:
-        # Only the same episode id is replaced: other attempts at the task stay.
-        self._remove(episode.id_)
+    def _terms(self, episode: Episode, text: str | None) -> dict[int, float]:
         vec = self._bm25.document(text if text is not None else embedded_text_arg(episode, None))
         terms: dict[int, float] = {}
         for index, value in zip(vec.indices, vec.values, strict=True):
             terms[index] = terms.get(index, 0.0) + value
+        return terms
+
+    def _put(
+        self, episode: Episode, text: str | None, terms: dict[int, float] | None = None
+    ) -> None:
+        # Only the same episode id is replaced: other attempts at the task stay.
+        if terms is None:
+            terms = self._terms(episode, text)
+        self._remove(episode.id_)
         self._seq += 1
         self._entries[episode.id_] = _Entry(episode, self._seq, text, terms)
         self._df.update(terms.keys())
@@ -324,9 +372,11 @@ class JSONLTaskStore(BaseMemoryStore):
         record: dict[str, Any] = {"op": "write", "episode": episode.to_record()}
         if text is not None:
             record["text"] = text
+        # Indexed before the line is appended: nothing may fail once it is in the file.
+        terms = self._terms(episode, text)
         with self._lock:
             self._append(record)
-            self._put(episode, text)
+            self._put(episode, text, terms)
 
     def _update(self, episode: Episode) -> None:
         with self._lock:
@@ -338,8 +388,9 @@ class JSONLTaskStore(BaseMemoryStore):
             record: dict[str, Any] = {"op": "update", "episode": episode.to_record()}
             if text is not None:
                 record["text"] = text
+            terms = self._terms(episode, text)
             self._append(record)
-            self._put(episode, text)
+            self._put(episode, text, terms)
 
     def _delete(self, id_: str) -> None:
         with self._lock:
@@ -417,9 +468,21 @@ class JSONLTaskStore(BaseMemoryStore):
                 (the least BM25 score kept) of `TaskSearchOptions`; the others are rejected.
         """
         query, k = search_args(query, k, options, self.SEARCH_OPTIONS, "JSONLTaskStore")
-        flt = metadata_filter(options.get("filter"))
-        threshold = threshold_arg(options.get("score_threshold"))
+        flt, threshold = self._search_options(options)
         return await asyncio.to_thread(self._search, query, k, flt, threshold)
+
+    def check_search_options(self, options: Mapping[str, Any]) -> None:
+        """Raise `ValidationError` unless `search` takes these options (names and values).
+
+        Strategies check their `search_kwargs` with it when they are made, not at each recall.
+        """
+        self._search_options(options)
+
+    def _search_options(
+        self, options: Mapping[str, Any]
+    ) -> tuple[dict[str, str | int | tuple[str, ...]], float | None]:
+        known_options(options, self.SEARCH_OPTIONS, "JSONLTaskStore")
+        return metadata_filter(options.get("filter")), threshold_arg(options.get("score_threshold"))
 
     async def summary(self) -> str:
         """What is held: count, date range, newest and oldest."""
@@ -445,13 +508,18 @@ class JSONLTaskStore(BaseMemoryStore):
         with self._lock:
             self._check_writable()
             entries = sorted(self._entries.values(), key=lambda e: e.seq)
-            with atomic_write(self.path) as fh:
-                for e in entries:
-                    record: dict[str, Any] = {"op": "write", "episode": e.episode.to_record()}
-                    if e.text is not None:
-                        record["text"] = e.text
-                    if self.tenant != (None, None):
-                        record["user_id"], record["agent_id"] = self.tenant
-                    fh.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+            try:
+                with atomic_write(self.path) as fh:
+                    for e in entries:
+                        record: dict[str, Any] = {"op": "write", "episode": e.episode.to_record()}
+                        if e.text is not None:
+                            record["text"] = e.text
+                        if self.tenant != (None, None):
+                            record["user_id"], record["agent_id"] = self.tenant
+                        fh.write(
+                            json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+                        )
+            except OSError as exc:
+                raise _write_error(exc, self.path, "compacting") from exc
             self._needs_newline = False
             return len(entries)

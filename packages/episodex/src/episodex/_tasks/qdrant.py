@@ -41,11 +41,13 @@ from episodex._tasks.store import (
     BaseMemoryStore,
     TaskSearchOptions,
     Tenant,
+    bm25_arg,
     describe_store,
     embedded_text_arg,
     episode_arg,
     episode_point_id,
     id_arg,
+    known_options,
     metadata_filter,
     search_args,
     tenant_arg,
@@ -145,14 +147,16 @@ class QdrantTaskStore(BaseMemoryStore):
         if memory is not None:
             engine = memory.engine
             embedder = memory.embedder if embedder is None else embedder
+        # Every argument is checked before an engine is opened: a store that fails to open
+        # must leave its folder free for others.
+        self.bm25 = bm25_arg(bm25)
+        self.stage1_limit = require_int("stage1_limit", stage1_limit, error=ConfigurationError) or 1
         self.embedder: Embedder = resolve_embedder(embedder)
         self._owns_engine = engine is None
         if engine is None:
             engine = open_engine(path=os.fspath(path) if path is not None else None, **options)
         self.engine: Engine = engine
         self.collection = collection
-        self.bm25 = bm25 or Bm25Encoder()
-        self.stage1_limit = require_int("stage1_limit", stage1_limit) or 1
         try:
             open_collection(
                 engine,
@@ -353,6 +357,22 @@ class QdrantTaskStore(BaseMemoryStore):
                 `dense_weight`, `bm25_weight`, `rrf_k`.
         """
         query, k = search_args(query, k, options, self.SEARCH_OPTIONS, "QdrantTaskStore")
+        flt, threshold, mode, weights, rrf_k = self._search_options(options)
+        return await asyncio.to_thread(
+            functools.partial(self._search, query, k, flt, threshold, mode, weights, rrf_k)
+        )
+
+    def check_search_options(self, options: Mapping[str, Any]) -> None:
+        """Raise `ValidationError` unless `search` takes these options (names and values).
+
+        Strategies check their `search_kwargs` with it when they are made, not at each recall.
+        """
+        self._search_options(options)
+
+    def _search_options(
+        self, options: Mapping[str, Any]
+    ) -> tuple[Filter, float | None, str, dict[str, float], int]:
+        known_options(options, self.SEARCH_OPTIONS, "QdrantTaskStore")
         raw_filter = options.get("filter")
         flt = (
             raw_filter
@@ -374,9 +394,7 @@ class QdrantTaskStore(BaseMemoryStore):
         rrf_k: object = options.get("rrf_k", 10)
         if isinstance(rrf_k, bool) or not isinstance(rrf_k, int) or rrf_k < 1:
             raise ValidationError(f"rrf_k must be an integer >= 1, got {rrf_k!r}")
-        return await asyncio.to_thread(
-            functools.partial(self._search, query, k, flt, threshold, mode, weights, rrf_k)
-        )
+        return flt, threshold, mode, weights, rrf_k
 
     async def summary(self) -> str:
         """What is held: count, date range, newest and oldest."""

@@ -18,10 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 
-from episodex._common.errors import NotSupportedError, ValidationError
+from episodex._common.errors import ConfigurationError, NotSupportedError, ValidationError
 from episodex._common.text import clip
 from episodex._common.validation import require_id, require_int, require_text
 from episodex._engines.plan import Filter
+from episodex._engines.sparse import Bm25Encoder
 from episodex._tasks.model import TIME_FORMAT, Episode
 
 __all__ = [
@@ -33,11 +34,13 @@ __all__ = [
     "TaskStore",
     "Tenant",
     "TornLine",
+    "bm25_arg",
     "describe_store",
     "embedded_text_arg",
     "episode_arg",
     "episode_point_id",
     "id_arg",
+    "known_options",
     "metadata_filter",
     "metadata_matches",
     "search_args",
@@ -116,6 +119,17 @@ def tenant_arg(user_id: object, agent_id: object) -> Tenant:
         else:
             checked.append(value)
     return checked[0], checked[1]
+
+
+def bm25_arg(value: object) -> Bm25Encoder:
+    """The `bm25` option of a task store: None (the defaults) or a `Bm25Encoder`."""
+    if value is None:
+        return Bm25Encoder()
+    if not isinstance(value, Bm25Encoder):
+        raise ConfigurationError(
+            f"bm25 must be None or a Bm25Encoder (e.g. Bm25Encoder(k=1.2)), got {value!r}"
+        )
+    return value
 
 
 def tenant_key(tenant: Tenant) -> str:
@@ -246,8 +260,15 @@ class TornLine:
 
 
 def episode_arg(value: object) -> Episode:
+    """The episode a store writes, validated now.
+
+    An `Episode` is frozen, but its `metadata` and `additional_data` dicts can still be changed
+    in place after it was made, so it is checked again: a value no store can read back would
+    otherwise be written (the JSONL file then fails to open) or fail half way through a write.
+    """
     if isinstance(value, Episode):
-        return value
+        # Python mode, no serializer warnings: a changed value reaches the checks as it is.
+        return Episode.parse(value.model_dump(warnings=False))
     if isinstance(value, Mapping):
         return Episode.parse(value)  # pyright: ignore[reportUnknownArgumentType]
     raise ValidationError(f"expected an Episode, got {type(value).__name__}")
@@ -277,12 +298,17 @@ def search_args(
     query: object, k: object, options: Mapping[str, Any], allowed: Sequence[str], store: str
 ) -> tuple[str, int]:
     """The checked query and `k` of a `search`; `ValidationError` for an option `store` lacks."""
-    unknown = sorted(set(options) - set(allowed))
+    known_options(options, allowed, store)
+    return require_text("query", query), require_int("k", k)
+
+
+def known_options(options: Mapping[str, Any], allowed: Sequence[str], store: str) -> None:
+    """`ValidationError` unless every option of a `search` is one `store` takes."""
+    unknown = sorted(set(options) - set(allowed), key=str)
     if unknown:
         raise ValidationError(
             f"{store}.search got unknown option(s) {unknown}; it accepts {sorted(allowed)}"
         )
-    return require_text("query", query), require_int("k", k)
 
 
 def metadata_filter(value: object) -> dict[str, str | int | tuple[str, ...]]:

@@ -13,7 +13,7 @@ import asyncio
 import logging
 import string
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from episodex._common.budget import require_budget
@@ -42,7 +42,7 @@ logger = logging.getLogger("episodex")
 
 
 async def render_memories(
-    memories: Sequence[TaskMemory],
+    memories: Iterable[TaskMemory],
     task: Task | str,
     *,
     max_tokens: int | None = None,
@@ -63,7 +63,11 @@ async def render_memories(
         encoding: A tiktoken encoding name or a token-counting callable.
     """
     budget = require_budget(max_tokens)
-    if isinstance(memories, TaskMemory) or not all(isinstance(m, TaskMemory) for m in memories):  # pyright: ignore[reportUnnecessaryIsInstance]
+    if isinstance(memories, TaskMemory) or not isinstance(memories, Iterable):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ValidationError("render_memories takes a list of memories (TaskMemory objects)")
+    # One pass only: a generator checked with all() and then recalled from would be empty.
+    memories = list(memories)
+    if not all(isinstance(m, TaskMemory) for m in memories):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise ValidationError("render_memories takes a list of memories (TaskMemory objects)")
     for memory in memories:
         if not memory.ranks_episodes:
@@ -117,6 +121,22 @@ def _store_arg(store: object) -> TaskStore:
 
 
 _STORE_METHODS = ("write", "read_recent", "count", "search", "summary")
+
+
+def _check_search_kwargs(store: TaskStore, search_kwargs: Mapping[str, Any]) -> None:
+    # Checked once here: a bad option would make every recall raise, and the adapters, which
+    # survive a memory failure, would then run every task with no memories at all.
+    taken = sorted({"query", "k"} & set(search_kwargs))
+    if taken:
+        raise ConfigurationError(
+            f"search_kwargs must not hold {taken}: the memory passes the task and its own k"
+        )
+    check = getattr(store, "check_search_options", None)
+    if callable(check):  # the bundled stores; a duck-typed store is checked at each search
+        try:
+            check(search_kwargs)
+        except ValidationError as exc:
+            raise ConfigurationError(f"search_kwargs: {exc}") from None
 
 
 # -- strategies --------------------------------------------------------------------------
@@ -307,6 +327,7 @@ class SimilarityMemory(_StoreMemory):
                 f"search_kwargs must be a mapping, got {type(search_kwargs).__name__}"
             )
         self.search_kwargs: dict[str, Any] = dict(search_kwargs or {})
+        _check_search_kwargs(self.store, self.search_kwargs)
 
     async def retrieve(self, task: Task | str) -> list[Episode]:
         """The `k` episodes the store ranks best for the task's instruction."""
@@ -506,6 +527,11 @@ class ReflectiveMemory(_StoreMemory):
         episode = _episode(episode)
         try:
             lesson = await self.reflect(episode)
+            # Inside the try: an answer the episode cannot store (a lone surrogate) is an
+            # unusable answer like any other, not a reason to lose the episode.
+            stored = episode.replace(
+                additional_data={**(episode.additional_data or {}), "reflection": lesson}
+            )
         except Exception as exc:  # any LLM failure: keep the episode, report the failure
             self.reflection_failures += 1
             self.last_reflection_error = exc
@@ -518,10 +544,6 @@ class ReflectiveMemory(_StoreMemory):
                 self.reflection_failures,
             )
             stored = episode
-        else:
-            stored = episode.replace(
-                additional_data={**(episode.additional_data or {}), "reflection": lesson}
-            )
         await self.store.write(stored)
         return stored
 
@@ -545,13 +567,32 @@ def _template_arg(template: object) -> str:
     if not isinstance(template, str):
         raise ConfigurationError(f"template must be a string, got {type(template).__name__}")
     try:
-        names = {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+        fields = [
+            (name, spec)
+            for _, name, spec, _ in string.Formatter().parse(template)
+            if name is not None
+        ]
     except ValueError as exc:
         raise ConfigurationError(f"template is not a valid format string: {exc}") from None
+    names = {name for name, _ in fields}
     unknown = names - _TEMPLATE_FIELDS
     if unknown or "instruction" not in names:
         raise ConfigurationError(
             f"template must use {{instruction}} and may use {{result}}, {{error}}, {{rollout}}; "
             f"it uses {sorted(names)}"
         )
+    if any(spec and "{" in spec for _, spec in fields):
+        # A field inside a format spec would take the episode's own text as the spec.
+        raise ConfigurationError(
+            "template must not nest a field inside a format spec, as in {instruction:{result}}"
+        )
+    try:
+        # Every field is text: a spec or conversion that text cannot take fails here, once,
+        # not at each record (where it would pass for an LLM failure and drop every lesson).
+        template.format(**dict.fromkeys(_TEMPLATE_FIELDS, "text"))
+    except (ValueError, KeyError, IndexError, AttributeError, TypeError) as exc:
+        raise ConfigurationError(
+            f"template cannot be filled with text ({type(exc).__name__}: {exc}); "
+            "use plain fields such as {instruction}"
+        ) from None
     return template
