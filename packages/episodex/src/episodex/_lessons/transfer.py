@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from episodex._common.errors import ImportFileError, ValidationError
-from episodex._common.text import bad_lines_summary
+from episodex._common.text import bad_lines_summary, without_bom
 from episodex._common.validation import read_json
 from episodex._lessons.block import format_lessons
 from episodex._lessons.camel import from_camel, is_camel_record
@@ -150,6 +150,8 @@ def import_memories(
 ) -> list[StepMemory]:
     """Read memories written by `export_memories` (json or csv); `ImportFileError` lists bad ones.
 
+    A leading byte order mark (a file saved as "UTF-8 with BOM", read as UTF-8) is skipped.
+
     JSON in the original camelCase schema (`stepId`, `envPre`, `createdAt`, a numeric `id`,
     states as JSON text) is read too, record by record: a numeric id becomes a UUID derived
     from it and the step's user, agent, session and run (so two exports' id 1 never meet)
@@ -171,6 +173,7 @@ def import_memories(
         )
     if fmt not in ("json", "csv"):
         raise ValidationError(f"fmt must be 'json' or 'csv', got {fmt!r}")
+    text = without_bom(text)
     errors: list[tuple[int, str]] = []
     out: list[StepMemory] = []
     if fmt == "json":
