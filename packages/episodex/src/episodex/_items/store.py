@@ -8,18 +8,22 @@ engine, under the same tenant, namespace and value filters as every other read.
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from episodex._common.errors import EpisodexError, ValidationError
+from episodex._common.errors import ValidationError
 from episodex._common.validation import require_int, require_weight
 from episodex._embedders.base import Embedder, embed_documents, embed_query
 from episodex._engines.base import Engine
-from episodex._engines.collection import open_collection, tenant_filter
-from episodex._engines.plan import CollectionSpec, Filter, Fused, HasId, Match, Point, Stream
+from episodex._engines.collection import (
+    clear_tombstones,
+    open_collection,
+    tenant_filter,
+    tombstone,
+)
+from episodex._engines.plan import CollectionSpec, Filter, Fused, HasId, Point, Stream
 from episodex._engines.sparse import Bm25Encoder
 from episodex._items.filters import namespace_matches, prefix_filter, value_filter
 from episodex._items.model import (
@@ -39,10 +43,6 @@ __all__ = ["COLLECTION", "ItemStore"]
 
 COLLECTION = "items"
 _PAGE = 512
-# The payload key marking a deleted item's point until it is removed (see `write`).
-_TOMBSTONE = "item_deleted"
-
-_log = logging.getLogger("episodex.items")
 
 
 class ItemStore:
@@ -146,33 +146,11 @@ class ItemStore:
                     )
                     for p in points
                 ]
-            points += [
-                Point(id=i, dense={}, sparse={}, payload={_TOMBSTONE: True}) for i in tombstones
-            ]
+            points += [tombstone(i) for i in tombstones]
             if points:
                 self.engine.upsert(self.collection, points)
             if tombstones:
-                self._clear_tombstones(tombstones)
-
-    def _clear_tombstones(self, ids: Sequence[str]) -> None:
-        """Remove the tombstones at `ids`; one left behind is unreachable, so a failure is logged."""
-        try:
-            for start in range(0, len(ids), _PAGE):
-                chunk = tuple(ids[start : start + _PAGE])
-                # The mark is in the filter too: only a tombstone is ever removed here, never
-                # an item another writer has put at that id since.
-                self.engine.delete(
-                    self.collection, Filter(must=(HasId(chunk), Match(_TOMBSTONE, True)))
-                )
-        except EpisodexError as exc:
-            # The batch is applied (the tombstones already hide the deleted items); what is
-            # left is a point no read returns, replaced when its item is put or deleted again.
-            _log.warning(
-                "items deleted, but removing %d tombstone point(s) from %r failed: %s",
-                len(ids),
-                self.collection,
-                exc,
-            )
+                clear_tombstones(self.engine, self.collection, tombstones)
 
     def _points(self, puts: Sequence[ItemPut]) -> list[Point]:
         texts = [p.text for p in puts if p.text is not None]
