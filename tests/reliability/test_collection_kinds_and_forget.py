@@ -58,7 +58,8 @@ def _write_until(
     mem: SyncEpisodicMemory, stop: threading.Event, conversation: str, written: list[int]
 ) -> None:
     while not stop.is_set():
-        mem.memorize_many([_episode(conversation, i) for i in range(3)])
+        # Distinct episodes: writing an identical one again replaces it (its id is derived).
+        mem.memorize_many([_episode(conversation, written[0] + i) for i in range(3)])
         written[0] += 3
 
 

@@ -301,7 +301,8 @@ def _episode_fields(args: argparse.Namespace) -> dict[str, Any]:
                 "in the JSON object"
             )
         try:
-            raw = _read_bytes(args.from_json).decode("utf-8")
+            # utf-8-sig: a file an editor saved with a byte order mark is still one object.
+            raw = _read_bytes(args.from_json).decode("utf-8-sig")
             fields = read_json(raw)
         except UnicodeDecodeError as exc:
             raise ValidationError(f"--from-json is not UTF-8 text: {exc.reason}") from None

@@ -1,10 +1,26 @@
-"""Short renderings of text for messages and prompts: one `clip`, one bad-lines summary."""
+"""Short renderings of text for messages and prompts; the one way imports drop a BOM."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import overload
 
-__all__ = ["bad_lines_summary", "clip"]
+__all__ = ["bad_lines_summary", "clip", "without_bom"]
+
+
+@overload
+def without_bom(data: str) -> str: ...
+@overload
+def without_bom(data: bytes) -> bytes: ...
+def without_bom(data: str | bytes) -> str | bytes:
+    """`data` without a leading UTF-8 byte order mark (or the U+FEFF it decodes to).
+
+    Notepad, Excel's "CSV UTF-8" and PowerShell write one before UTF-8 text; it marks the
+    encoding and is never part of the first record.
+    """
+    if isinstance(data, bytes):
+        return data.removeprefix(b"\xef\xbb\xbf")
+    return data.removeprefix("\ufeff")
 
 
 def clip(text: str, limit: int, *, ellipsis: str = "…") -> str:

@@ -3,21 +3,64 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from episodex._common.errors import ConfigurationError, EmbedderMismatchError, EpisodexError
 from episodex._common.validation import require_id
 from episodex._engines.base import Engine
-from episodex._engines.plan import CollectionSpec, Filter, HasId, Match
+from episodex._engines.plan import CollectionSpec, Filter, HasId, Match, Point
 
 __all__ = [
+    "TOMBSTONE",
     "check_manifest",
+    "clear_tombstones",
     "delete_counted",
     "foreign_claims",
     "open_collection",
     "tenant_filter",
+    "tombstone",
 ]
+
+#: The payload key marking a tombstone: a point written over one to delete it (see `tombstone`).
+TOMBSTONE = "deleted_point"
+_TOMBSTONE_PAGE = 512
+
+_log = logging.getLogger("episodex")
+
+
+def tombstone(point_id: str, **hidden_by: str) -> Point:
+    """A point that deletes `point_id` when written in the same upsert as the points it replaces.
+
+    A write that puts some points and deletes others in two engine calls can stop between
+    them, half applied; one upsert is all or nothing. A tombstone carries no vector and no
+    tenant, so no tenant's filter, search or listing reaches it; `hidden_by` adds payload
+    fields for a reader whose filter could otherwise match a point without them. Remove it
+    afterwards with `clear_tombstones`.
+    """
+    return Point(id=point_id, dense={}, sparse={}, payload={**hidden_by, TOMBSTONE: True})
+
+
+def clear_tombstones(engine: Engine, collection: str, ids: Sequence[str]) -> None:
+    """Remove the tombstones at `ids`; a failure is logged, not raised.
+
+    The write they belong to is applied already (they hide what it deleted), so one left
+    behind costs a point no read returns, replaced when its id is written or deleted again.
+    """
+    try:
+        for start in range(0, len(ids), _TOMBSTONE_PAGE):
+            chunk = tuple(ids[start : start + _TOMBSTONE_PAGE])
+            # The mark is in the filter too: only a tombstone is removed here, never a point
+            # another writer has put at that id since.
+            engine.delete(collection, Filter(must=(HasId(chunk), Match(TOMBSTONE, True))))
+    except EpisodexError as exc:
+        _log.warning(
+            "a write was applied, but removing %d tombstone point(s) from %r failed: %s",
+            len(ids),
+            collection,
+            exc,
+        )
 
 
 def foreign_claims(

@@ -16,7 +16,7 @@ from typing import IO, TYPE_CHECKING, Any, Literal
 
 from episodex._common.errors import ImportFileError, ValidationError
 from episodex._common.files import atomic_write
-from episodex._common.text import bad_lines_summary
+from episodex._common.text import bad_lines_summary, without_bom
 from episodex._common.validation import read_json
 from episodex._engines.plan import Hit
 from episodex._episodes.model import ConversationEpisode
@@ -73,7 +73,7 @@ def import_(
     agent_id: str | None = None,
     on_progress: Callable[[int], object] | None = None,
 ) -> ImportReport:
-    """Import a JSONL export.
+    """Import a JSONL export (a byte order mark before the first line is skipped).
 
     Args:
         self: The store to import into.
@@ -94,7 +94,7 @@ def import_(
     lines: list[str] | list[bytes]
     if isinstance(source, str | Path):
         try:
-            lines = Path(source).read_bytes().split(b"\n")
+            lines = without_bom(Path(source).read_bytes()).split(b"\n")
         except OSError as exc:
             raise ValidationError(
                 f"cannot read the import file {source}: {exc.strerror or exc}; give the path "
@@ -102,7 +102,11 @@ def import_(
             ) from exc
     else:
         content = source.read()
-        lines = content.split(b"\n") if isinstance(content, bytes) else content.split("\n")
+        lines = (
+            without_bom(content).split(b"\n")
+            if isinstance(content, bytes)
+            else without_bom(content).split("\n")
+        )
     report = ImportReport()
     valid: list[ConversationEpisode] = []
     numbers: list[int] = []

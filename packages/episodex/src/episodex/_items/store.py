@@ -17,7 +17,12 @@ from episodex._common.errors import ValidationError
 from episodex._common.validation import require_int, require_weight
 from episodex._embedders.base import Embedder, embed_documents, embed_query
 from episodex._engines.base import Engine
-from episodex._engines.collection import open_collection, tenant_filter
+from episodex._engines.collection import (
+    clear_tombstones,
+    open_collection,
+    tenant_filter,
+    tombstone,
+)
 from episodex._engines.plan import CollectionSpec, Filter, Fused, HasId, Point, Stream
 from episodex._engines.sparse import Bm25Encoder
 from episodex._items.filters import namespace_matches, prefix_filter, value_filter
@@ -45,7 +50,7 @@ class ItemStore:
 
     Every method takes the tenant (`user_id`, `agent_id`) and starts its filter from it: no
     read, listing or delete reaches another tenant's items. Writes are validated whole before
-    anything is written, and each batch of puts is one engine write.
+    anything is written, and each batch of puts and deletes is one engine write.
 
     ```python
     from episodex import EpisodicMemory, ItemPut, ItemRef, ItemStore
@@ -107,9 +112,9 @@ class ItemStore:
         """Store `puts` (replacing items with the same reference) and delete `deletes`.
 
         Everything is validated before anything is written; a bad entry raises
-        `ValidationError` naming its position. The puts are one engine write (all or none),
-        then the deletes one more. An item both put and deleted here is deleted. Deleting a
-        missing item is not an error.
+        `ValidationError` naming its position. The whole batch, puts and deletes, is one
+        engine write: it is applied whole, or not at all and an `EngineError` is raised. An
+        item both put and deleted here is deleted. Deleting a missing item is not an error.
         """
         checked_puts = [check_put(p, f"put {i}: ") for i, p in enumerate(_listed(puts, "puts"))]
         checked_deletes = [
@@ -119,6 +124,11 @@ class ItemStore:
         # The last put of a reference wins, as if the puts ran one by one.
         latest = {p.ref: p for p in checked_puts if p.ref not in deleted}
         points = self._points(list(latest.values())) if latest else []
+        # A delete is written as a tombstone over the item's point, in the same upsert as the
+        # puts: an upsert is all or nothing, while a put followed by a delete could stop
+        # between the two and leave a batch half applied. A tombstone holds no tenant, vector
+        # or namespace, so no read reaches it; it is removed right after.
+        tombstones = [point_id(ref) for ref in dict.fromkeys(checked_deletes)]
         with self._write_lock:
             if points:
                 created = self._created_at([p.id for p in points])
@@ -136,14 +146,11 @@ class ItemStore:
                     )
                     for p in points
                 ]
+            points += [tombstone(i) for i in tombstones]
+            if points:
                 self.engine.upsert(self.collection, points)
-            tenants: dict[tuple[str, str], list[str]] = {}
-            for ref in checked_deletes:
-                tenants.setdefault((ref.user_id, ref.agent_id), []).append(point_id(ref))
-            for (user_id, agent_id), ids in tenants.items():
-                # The tenant is in the filter too: an id is never enough to reach an item.
-                flt = tenant_filter(user_id, agent_id).and_(HasId(tuple(dict.fromkeys(ids))))
-                self.engine.delete(self.collection, flt)
+            if tombstones:
+                clear_tombstones(self.engine, self.collection, tombstones)
 
     def _points(self, puts: Sequence[ItemPut]) -> list[Point]:
         texts = [p.text for p in puts if p.text is not None]
@@ -177,7 +184,10 @@ class ItemStore:
                 limit=len(chunk),
                 with_payload=("created_at",),
             )
-            created.update((h.id, float(h.payload["created_at"])) for h in hits)
+            # A tombstone left at an id has no creation time: the item is new again.
+            created.update(
+                (h.id, float(h.payload["created_at"])) for h in hits if "created_at" in h.payload
+            )
         return created
 
     # -- reading -------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from episodex._common.errors import ImportFileError, ValidationError
-from episodex._common.text import bad_lines_summary
+from episodex._common.text import bad_lines_summary, without_bom
 from episodex._common.validation import read_json
 from episodex._lessons.block import format_lessons
 from episodex._lessons.camel import from_camel, is_camel_record
@@ -58,6 +58,29 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
+# A spreadsheet runs a cell that starts with one of these as a formula (OWASP "CSV
+# injection"). Such a cell is written with a quote in front, which the apps show as text.
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _needs_quote(text: str) -> bool:
+    """Whether `text` gets a leading quote on export: it reads as a formula after its quotes.
+
+    Counting quotes a formula start follows (not only a formula start) makes the escape
+    reversible: `'=x` exported is `''=x`, so import takes exactly one quote off both. A
+    quote before anything else (`'tis`) is left as it is, as earlier exports wrote it.
+    """
+    return text.lstrip("'").startswith(_FORMULA_STARTS)
+
+
+def _escaped(cell: str) -> str:
+    return "'" + cell if _needs_quote(cell) else cell
+
+
+def _unescaped(cell: str) -> str:
+    return cell[1:] if cell.startswith("'") and _needs_quote(cell[1:]) else cell
+
+
 def export_memories(
     memories: Iterable[StepMemory | RetrievedLesson | Mapping[str, Any]], fmt: ExportFormat = "json"
 ) -> str:
@@ -65,7 +88,10 @@ def export_memories(
 
     `json` and `csv` keep every field and come back unchanged through `import_memories`;
     in csv, nested fields (states, embedding, metadata) are JSON text and absent values are
-    empty cells. `prompt` is the REPEAT/AVOID block of `format_lessons`.
+    empty cells. A csv cell that a spreadsheet would run as a formula (it starts with `=`,
+    `+`, `-`, `@`, a tab or a carriage return, perhaps after quotes) is written with a `'` in
+    front, shown as text by the apps and taken off again by `import_memories`. `prompt` is
+    the REPEAT/AVOID block of `format_lessons`.
     """
     if fmt == "prompt":
         if isinstance(memories, Mapping | str | bytes):
@@ -86,7 +112,7 @@ def export_memories(
         data = memory.model_dump(mode="python")
         data["env_pre"] = memory.env_pre.model_dump(mode="json")
         data["env_post"] = memory.env_post.model_dump(mode="json") if memory.env_post else None
-        writer.writerow([_cell(data[c]) for c in _COLUMNS])
+        writer.writerow([_escaped(_cell(data[c])) for c in _COLUMNS])
     return buffer.getvalue()
 
 
@@ -98,9 +124,10 @@ def _fail(errors: list[tuple[int, str]], what: str) -> ImportFileError:
 def _from_row(row: Mapping[str, str]) -> dict[str, Any]:
     data: dict[str, Any] = {}
     for column in _COLUMNS:
-        text = row[column]
-        if text is None:  # pyright: ignore[reportUnnecessaryComparison]
+        cell = row[column]
+        if cell is None:  # pyright: ignore[reportUnnecessaryComparison]
             raise ValidationError(f"the row ends before the {column!r} cell")
+        text = _unescaped(cell)
         if text == "":
             continue  # absent: the field's default (None for every optional field)
         if column in _JSON_COLUMNS:
@@ -123,6 +150,8 @@ def import_memories(
 ) -> list[StepMemory]:
     """Read memories written by `export_memories` (json or csv); `ImportFileError` lists bad ones.
 
+    A leading byte order mark (a file saved as "UTF-8 with BOM", read as UTF-8) is skipped.
+
     JSON in the original camelCase schema (`stepId`, `envPre`, `createdAt`, a numeric `id`,
     states as JSON text) is read too, record by record: a numeric id becomes a UUID derived
     from it and the step's user, agent, session and run (so two exports' id 1 never meet)
@@ -144,6 +173,7 @@ def import_memories(
         )
     if fmt not in ("json", "csv"):
         raise ValidationError(f"fmt must be 'json' or 'csv', got {fmt!r}")
+    text = without_bom(text)
     errors: list[tuple[int, str]] = []
     out: list[StepMemory] = []
     if fmt == "json":

@@ -19,7 +19,12 @@ from episodex._common.sync import in_thread
 from episodex._common.validation import require_int, require_weight
 from episodex._embedders.base import Embedder, embed_documents, embed_query
 from episodex._engines.base import Engine
-from episodex._engines.collection import foreign_claims, open_collection
+from episodex._engines.collection import (
+    clear_tombstones,
+    foreign_claims,
+    open_collection,
+    tombstone,
+)
 from episodex._engines.factory import EngineOptions, check_engine_options, open_engine
 from episodex._engines.plan import (
     CollectionSpec,
@@ -215,13 +220,16 @@ class QdrantTaskStore(BaseMemoryStore):
                 f"episode id {episode_id!r} names a stored episode of another user or agent; "
                 "use another episode id"
             )
-        # Write first, then drop any other point of this tenant holding the same episode id
-        # (one stored under the first scheme, keyed by task id): a crash in between leaves a
-        # duplicate, never a loss.
-        self.engine.upsert(self.collection, [point])
-        stale = self._scope.and_(Match("episode_id", episode_id)).and_not(HasId((point.id,)))
-        if self.engine.count(self.collection, stale):
-            self.engine.delete(self.collection, stale)
+        # Any other point of this tenant holding the same episode id (one stored under the
+        # first scheme, keyed by task id) is hidden by a tombstone in the same upsert: two
+        # calls (write, then delete) could stop between them and leave both copies to every
+        # read. `tenanted` keeps the tombstone out of an unscoped store's reads too.
+        stale_filter = self._scope.and_(Match("episode_id", episode_id)).and_not(HasId((point.id,)))
+        hits, _ = self.engine.scroll(self.collection, stale_filter, limit=64, with_payload=False)
+        stale = [h.id for h in hits]
+        self.engine.upsert(self.collection, [point, *(tombstone(i, tenanted="yes") for i in stale)])
+        if stale:
+            clear_tombstones(self.engine, self.collection, stale)
 
     def _write(self, episode: Episode, text: str | None) -> None:
         point = self._point(episode, embedded_text_arg(episode, text))

@@ -310,28 +310,47 @@ class WorkingMemory:
     content of the best entry (the newest among equals) or None when the best score is not
     above 0, and `retrieve_all` the contents of every entry at the best score, newest first.
     `retrieve_entry` and `retrieve_all_entries` return the `MemoryEntry` objects instead.
+
+    It is thread-safe: every call holds the memory's lock, so threads of one agent run can
+    store, retrieve, tag and delete at once without losing an entry or a tag.
     """
 
     def __init__(self) -> None:
         self._entries: list[MemoryEntry] = []
+        # Re-entrant: `delete` and `add_tags` find their targets with `_best`, which locks too.
+        self._lock = threading.RLock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A lock cannot be copied or pickled; a copy gets a lock of its own.
+        with self._lock:
+            return {"entries": list(self._entries)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._entries = state["entries"]
+        self._lock = threading.RLock()
 
     def store(self, content: Any, tags: MemKey | str | Iterable[MemKey | str]) -> MemoryEntry:
         """Add an entry under one tag, a list or a set of tags; returns it."""
-        entry = MemoryEntry(content=content, tags=_tags(tags))
-        self._entries.append(entry)
+        keys = _tags(tags)
+        with self._lock:
+            # Timed under the lock, so the order entries are ranked in (their position) is
+            # also the order of their times.
+            entry = MemoryEntry(content=content, tags=keys)
+            self._entries.append(entry)
         return entry
 
     def _best(self, tags: TagSpec) -> tuple[float, list[MemoryEntry]]:
         weights = _weights(tags)
         best, winners = 0.0, list[MemoryEntry]()
-        # Newest first, so among equal scores the newest is found first.
-        for entry in reversed(self._entries):
-            score = sum(weights.get(tag, 0.0) for tag in entry.tags)
-            if _same_score(score, best):
-                if winners:
-                    winners.append(entry)
-            elif score > best:
-                best, winners = score, [entry]
+        with self._lock:
+            # Newest first, so among equal scores the newest is found first.
+            for entry in reversed(self._entries):
+                score = sum(weights.get(tag, 0.0) for tag in entry.tags)
+                if _same_score(score, best):
+                    if winners:
+                        winners.append(entry)
+                elif score > best:
+                    best, winners = score, [entry]
         return best, winners
 
     def retrieve(self, tags: TagSpec) -> Any:
@@ -354,17 +373,21 @@ class WorkingMemory:
 
     def __contains__(self, tags: object) -> bool:
         if isinstance(tags, MemoryEntry):
-            return any(e is tags for e in self._entries)
+            with self._lock:
+                return any(e is tags for e in self._entries)
         return bool(self._best(tags)[1])  # pyright: ignore[reportArgumentType]
 
     def __len__(self) -> int:
-        return len(self._entries)
+        with self._lock:
+            return len(self._entries)
 
     def __iter__(self) -> Iterator[MemoryEntry]:
-        """The entries, oldest first."""
-        return iter(list(self._entries))
+        """The entries, oldest first (as they were when iteration began)."""
+        with self._lock:
+            return iter(list(self._entries))
 
     def _targets(self, target: MemoryEntry | TagSpec) -> list[MemoryEntry]:
+        """The entries a change applies to; the caller holds the lock."""
         if isinstance(target, MemoryEntry):
             if not any(e is target for e in self._entries):
                 raise ValidationError("that entry is not in this working memory")
@@ -379,27 +402,31 @@ class WorkingMemory:
         Returns how many entries were tagged.
         """
         new = _tags(tags)
-        entries = self._targets(target)
-        for entry in entries:
-            entry.tags = entry.tags | new
+        with self._lock:
+            entries = self._targets(target)
+            for entry in entries:
+                entry.tags = entry.tags | new
         return len(entries)
 
     def delete(self, target: MemoryEntry | TagSpec) -> int:
         """Delete an entry, or every entry `retrieve_all_entries(target)` finds; returns how many."""
-        doomed = {id(e) for e in self._targets(target)}
-        self._entries = [e for e in self._entries if id(e) not in doomed]
+        with self._lock:
+            doomed = {id(e) for e in self._targets(target)}
+            self._entries = [e for e in self._entries if id(e) not in doomed]
         return len(doomed)
 
     def rename(self, old: MemKey | str, new: MemKey | str) -> int:
         """Replace tag `old` with `new` on every entry; returns how many entries changed."""
         old_key, new_key = MemKey(old), MemKey(new)
         changed = 0
-        for entry in self._entries:
-            if old_key in entry.tags:
-                entry.tags = (entry.tags - {old_key}) | {new_key}
-                changed += 1
+        with self._lock:
+            for entry in self._entries:
+                if old_key in entry.tags:
+                    entry.tags = (entry.tags - {old_key}) | {new_key}
+                    changed += 1
         return changed
 
     def reset(self) -> None:
         """Forget every entry."""
-        self._entries.clear()
+        with self._lock:
+            self._entries.clear()
