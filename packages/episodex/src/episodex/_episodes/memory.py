@@ -163,9 +163,7 @@ class EpisodicMemory:
         """Store one episode (both summaries embedded in one batch); returns its point id.
 
         A cancelled call (a timeout) still completes its write, and logs whether it stored
-        the episode. Without `point_id` the id is derived from the episode's fields, so
-        retrying the same call replaces the episode instead of storing it twice (and
-        memorizing an identical episode again replaces it: give ids to keep twins apart).
+        the episode; give `point_id` so that retrying it replaces instead of duplicating.
         """
         episode = ConversationEpisode.parse(
             {

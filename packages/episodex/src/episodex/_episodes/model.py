@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import math
-import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Annotated, Any, Self
@@ -28,13 +26,10 @@ from episodex._common.model import (
     to_utc,
 )
 
-__all__ = ["ConversationEpisode", "content_point_id", "payload_to_item"]
+__all__ = ["ConversationEpisode", "payload_to_item"]
 
 #: Bumped when the stored payload changes shape.
 SCHEMA_VERSION = 1
-
-# Fixed forever: the ids of episodes stored without one are derived from it.
-_CONTENT_NAMESPACE = uuid.UUID("3b0f6a52-8c1e-5d47-a9e2-71c4d0b85f16")
 
 
 NonNegative = Annotated[StrictInt, Field(ge=0)]
@@ -88,9 +83,7 @@ class ConversationEpisode(FrozenModel):
     metadata: JsonObject = Field(default_factory=dict[str, Any])
     """Any JSON object; returned verbatim."""
     point_id: UuidStr | None = None
-    """A UUID to store under; writing an existing id replaces it. Default: one derived from
-    every other field, so the same episode written again (a retried call) replaces itself;
-    give ids to store identical episodes apart."""
+    """A UUID to store under (default: a new one); writing an existing id replaces it."""
 
     @field_validator("average_user_sentiment", "user_sentiment_variance")
     @classmethod
@@ -142,19 +135,6 @@ class ConversationEpisode(FrozenModel):
             "created_at": created_at if created_at is not None else now.timestamp(),
             "schema": SCHEMA_VERSION,
         }
-
-
-def content_point_id(episode: ConversationEpisode) -> str:
-    """The point id of an episode given without one: a digest of all its other fields.
-
-    Drawn at random, the id was known only once the write ended, so a caller whose `memorize`
-    timed out (the write went on and stored it) could not know it, and retrying stored the
-    episode twice. Derived from the content, the retry names the same point and replaces it.
-    The tenant is among the fields, so two users' episodes never share an id.
-    """
-    fields = episode.model_dump(mode="json", exclude={"point_id"})
-    name = json.dumps(fields, sort_keys=True, ensure_ascii=True, allow_nan=False)
-    return str(uuid.uuid5(_CONTENT_NAMESPACE, name))
 
 
 def payload_to_item(

@@ -47,7 +47,7 @@ from episodex._engines.plan import (
 from episodex._engines.sparse import Bm25Encoder
 from episodex._episodes import stats as stats_
 from episodex._episodes import transfer
-from episodex._episodes.model import ConversationEpisode, content_point_id, payload_to_item
+from episodex._episodes.model import ConversationEpisode, payload_to_item
 from episodex._episodes.options import INT_MINIMUMS, RecallOptions, check_recall_options
 from episodex._episodes.periods import named_period, period_filter
 from episodex._episodes.transfer import ImportReport
@@ -210,7 +210,7 @@ class EpisodeStore:
     def _point(ep: ConversationEpisode, packed: _Packed, now: float) -> Point:
         dense, sparse = packed
         return Point(
-            id=ep.point_id or content_point_id(ep),
+            id=ep.point_id or str(uuid.uuid4()),
             dense={k: v.tolist() for k, v in dense.items()},
             sparse={k: SparseVec(i.tolist(), v.tolist()) for k, (i, v) in sparse.items()},
             payload=ep.to_payload(created_at=now),
@@ -279,14 +279,8 @@ class EpisodeStore:
                     position, why = min(foreign.items())
                     raise ValidationError(f"episode {position}: {why}")
             # One engine write is atomic; several are made so by taking back the earlier ones.
-            # An episode without an explicit id may replace its stored twin (same content,
-            # same id), so what several writes replace is read whatever the ids' source.
             several = len(parsed) > batch_size
-            replaced = (
-                self._stored([ep.point_id or content_point_id(ep) for ep in parsed])
-                if several
-                else {}
-            )
+            replaced = self._stored(parsed) if explicit and several else {}
             ids: list[str] = []
             now = time.time()
             try:
@@ -307,9 +301,9 @@ class EpisodeStore:
                 raise
         return ids
 
-    def _stored(self, ids: Sequence[str]) -> dict[str, Hit]:
-        """The stored points at `ids` (those a write would replace)."""
-        wanted = tuple(dict.fromkeys(ids))
+    def _stored(self, episodes: Sequence[ConversationEpisode]) -> dict[str, Hit]:
+        """The stored points that episodes with explicit ids would replace."""
+        wanted = tuple(dict.fromkeys(ep.point_id for ep in episodes if ep.point_id is not None))
         found: dict[str, Hit] = {}
         for start in range(0, len(wanted), 1024):
             chunk = wanted[start : start + 1024]
