@@ -28,6 +28,7 @@ import inspect
 import logging
 import os
 import threading
+import uuid
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar, overload
 
@@ -66,12 +67,47 @@ async def in_thread(method: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs
         raise
 
 
+_LOGGED_IDS = 20
+
+
+def _point_ids(result: object) -> list[str]:
+    """The point ids a write returned (a UUID string or a list of them), else none.
+
+    Only UUIDs pass: a call returning other text (a rendered block, a summary) may hold
+    users' words, which stay out of the log.
+    """
+    values: list[object] = (
+        [result] if isinstance(result, str) else list(result) if isinstance(result, list) else []  # pyright: ignore[reportUnknownArgumentType]
+    )
+    ids: list[str] = []
+    for value in values:
+        if not isinstance(value, str):
+            return []
+        try:
+            uuid.UUID(value)
+        except ValueError:
+            return []
+        ids.append(value)
+    return ids
+
+
 def _log_abandoned(name: str, work: asyncio.Future[Any]) -> None:
     if work.cancelled():  # the event loop shut down before the thread finished
         return
     exc = work.exception()
     if exc is None:
-        logger.info("%s was cancelled by its caller but completed: a write it made is stored", name)
+        ids = _point_ids(work.result())
+        # The ids are what a caller who gave up needs to find, replace or forget what was
+        # stored (a retry without them stores the episodes again); any other result may hold
+        # users' texts and is not logged.
+        logger.info(
+            "%s was cancelled by its caller but completed: a write it made is stored%s",
+            name,
+            f", under point ids {', '.join(ids[:_LOGGED_IDS])}"
+            + (f" and {len(ids) - _LOGGED_IDS} more" if len(ids) > _LOGGED_IDS else "")
+            if ids
+            else "",
+        )
     else:
         logger.warning(
             "%s was cancelled by its caller, then failed: %s: %s", name, type(exc).__name__, exc

@@ -1,10 +1,8 @@
-"""Short renderings of text for messages and prompts (`clip`, a bad-lines summary), and
-the one way imports drop a byte order mark."""
+"""Short renderings of text for messages and prompts; the one way imports drop a BOM."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-
 from typing import overload
 
 __all__ = ["bad_lines_summary", "clip", "without_bom"]

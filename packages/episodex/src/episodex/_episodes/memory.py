@@ -163,7 +163,8 @@ class EpisodicMemory:
         """Store one episode (both summaries embedded in one batch); returns its point id.
 
         A cancelled call (a timeout) still completes its write, and logs whether it stored
-        the episode; give `point_id` so that retrying it replaces instead of duplicating.
+        the episode and under which point id; give `point_id` so that retrying it replaces
+        instead of duplicating. Identical episodes without ids are stored as separate episodes.
         """
         episode = ConversationEpisode.parse(
             {
