@@ -16,25 +16,36 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from episodex import EpisodicMemory, open_engine
+from episodex import EngineUnavailableError, EpisodicMemory, ValidationError, open_engine
 from episodex.plan import Point
 from episodex.testing import FailingEngine, HashEmbedder
 
 
-class _HeldWrites(FailingEngine):
-    """The real engine; an upsert waits until the test lets it through."""
+class _Held(FailingEngine):
+    """The real engine; a call of `method` (`upsert` or `scroll`) waits until the test lets it."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, method: str) -> None:
         super().__init__(inner)
+        self.method = method
         self.entered = threading.Event()
         self.release = threading.Event()
         self.done = threading.Event()
 
-    def upsert(self, collection: str, points: Sequence[Point]) -> None:
+    def _held(self, method: str, call: Any) -> Any:
+        if method != self.method:
+            return call()
         self.entered.set()
         self.release.wait(30)
-        self.inner.upsert(collection, points)
-        self.done.set()
+        try:
+            return call()
+        finally:
+            self.done.set()
+
+    def upsert(self, collection: str, points: Sequence[Point]) -> None:
+        self._held("upsert", lambda: self.inner.upsert(collection, points))
+
+    def scroll(self, *args: Any, **kwargs: Any) -> Any:
+        return self._held("scroll", lambda: self.inner.scroll(*args, **kwargs))
 
 
 REFUND: dict[str, Any] = {
@@ -46,7 +57,7 @@ REFUND: dict[str, Any] = {
 }
 
 
-async def _abandoned(engine: _HeldWrites, call: Any) -> None:
+async def _abandoned(engine: _Held, call: Any) -> None:
     task = asyncio.create_task(call)
     assert await asyncio.to_thread(engine.entered.wait, 30)
     task.cancel()
@@ -61,7 +72,7 @@ async def _abandoned(engine: _HeldWrites, call: Any) -> None:
 async def test_a_timed_out_memorize_logs_the_id_it_stored(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    engine = _HeldWrites(open_engine(location=":memory:"))
+    engine = _Held(open_engine(location=":memory:"), "upsert")
     memory = EpisodicMemory(engine=engine, embedder=HashEmbedder(), splade=False)
     try:
         with caplog.at_level(logging.INFO, logger="episodex"):
@@ -84,47 +95,38 @@ async def test_a_timed_out_memorize_logs_the_id_it_stored(
         engine.close()
 
 
-class _HeldReads(FailingEngine):
-    """The real engine; a scroll waits until the test lets it through."""
-
-    def __init__(self, inner: Any) -> None:
-        super().__init__(inner)
-        self.entered = threading.Event()
-        self.release = threading.Event()
-        self.done = threading.Event()
-
-    def scroll(self, *args: Any, **kwargs: Any) -> Any:
-        self.entered.set()
-        self.release.wait(30)
-        try:
-            return self.inner.scroll(*args, **kwargs)
-        finally:
-            self.done.set()
-
-
 async def test_a_timed_out_read_logs_none_of_what_it_read(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     # A guard: only ids are logged; a read's result holds users' words.
-    engine = _HeldReads(open_engine(location=":memory:"))
+    engine = _Held(open_engine(location=":memory:"), "scroll")
     memory = EpisodicMemory(engine=engine, embedder=HashEmbedder(), splade=False)
     try:
         await memory.memorize(**REFUND)
         with caplog.at_level(logging.INFO, logger="episodex"):
-            task = asyncio.create_task(memory.read_recent(user_id="u1", agent_id="support", n=10))
-            assert await asyncio.to_thread(engine.entered.wait, 30)
-            task.cancel()
-            with pytest.raises(asyncio.CancelledError):
-                await task
-            engine.release.set()
-            assert await asyncio.to_thread(engine.done.wait, 30)
-            for _ in range(100):
-                await asyncio.sleep(0.01)
+            await _abandoned(engine, memory.read_recent(user_id="u1", agent_id="support", n=10))
         lines = [r.getMessage() for r in caplog.records if "cancelled by its caller" in r.message]
         assert len(lines) == 1
         assert "point ids" not in lines[0]
         assert "Refund" not in lines[0]
     finally:
         engine.release.set()
+        memory.close()
+        engine.close()
+
+
+async def test_fail_next_fails_one_call_of_one_method() -> None:
+    engine = FailingEngine(open_engine(location=":memory:"))
+    memory = EpisodicMemory(engine=engine, embedder=HashEmbedder(), splade=False)
+    try:
+        await memory.memorize(**REFUND)
+        engine.fail_next("count")
+        with pytest.raises(EngineUnavailableError):
+            await memory.count(user_id="u1", agent_id="support")
+        assert await memory.count(user_id="u1", agent_id="support") == 1  # once only
+        assert engine.failures == 1
+        with pytest.raises(ValidationError, match="fail_next takes one of"):
+            engine.fail_next("ensure_collection")
+    finally:
         memory.close()
         engine.close()

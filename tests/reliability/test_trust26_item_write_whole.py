@@ -9,7 +9,7 @@ was half applied. Now the whole batch is one engine write, so it is applied whol
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,32 +21,10 @@ from episodex import (
     ItemRef,
     ItemStore,
 )
-from episodex.plan import Filter, Point
+from episodex.plan import Filter
 from episodex.testing import FailingEngine, HashEmbedder
 
 from ._support import BACKENDS, open_memory
-
-
-class _FailsOnce(FailingEngine):
-    """The real engine; its next call of the named write method raises, once."""
-
-    def __init__(self, inner: Any, *, method: str) -> None:
-        super().__init__(inner)
-        self.method: str | None = method
-
-    def _maybe_fail(self, method: str) -> None:
-        if self.method == method:
-            self.method = None
-            self.failures += 1
-            raise self.error
-
-    def upsert(self, collection: str, points: Sequence[Point]) -> None:
-        self._maybe_fail("upsert")
-        self.inner.upsert(collection, points)
-
-    def delete(self, collection: str, flt: Filter) -> None:
-        self._maybe_fail("delete")
-        self.inner.delete(collection, flt)
 
 
 @pytest.fixture(params=BACKENDS)
@@ -89,7 +67,8 @@ def test_a_write_failing_part_way_is_whole_or_not_at_all(
         ]
     )
     old = _state(items)
-    failing = _FailsOnce(memory.engine, method=method)
+    failing = FailingEngine(memory.engine)
+    failing.fail_next(method)
     flaky = ItemStore(failing, memory.embedder)
     try:
         flaky.write(

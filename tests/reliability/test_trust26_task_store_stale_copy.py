@@ -12,7 +12,6 @@ failed stays in the engine, where no read of any store reaches it.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -24,35 +23,13 @@ from episodex.testing import FailingEngine, HashEmbedder
 _FIRST_SCHEME = uuid.UUID("5b0f8a52-6d43-4c55-9a7e-3f0c1d2e9b84")
 
 
-class _FailsOnce(FailingEngine):
-    """The real engine; its next call of the named write method raises, once."""
-
-    def __init__(self, inner: Any) -> None:
-        super().__init__(inner)
-        self.method: str | None = None
-
-    def _maybe_fail(self, method: str) -> None:
-        if self.method == method:
-            self.method = None
-            self.failures += 1
-            raise self.error
-
-    def upsert(self, collection: str, points: Sequence[Point]) -> None:
-        self._maybe_fail("upsert")
-        self.inner.upsert(collection, points)
-
-    def delete(self, collection: str, flt: Filter) -> None:
-        self._maybe_fail("delete")
-        self.inner.delete(collection, flt)
-
-
 @pytest.mark.parametrize("method", ["upsert", "delete"])
 @pytest.mark.parametrize("scoped", [False, True])
 async def test_a_rewrite_of_a_first_scheme_episode_keeps_one_copy(
     method: str, scoped: bool
 ) -> None:
     inner = open_engine(location=":memory:")
-    engine = _FailsOnce(inner)
+    engine = FailingEngine(inner)
     tenant: dict[str, Any] = {"user_id": "u", "agent_id": "a"} if scoped else {}
     store = QdrantTaskStore(engine=engine, embedder=HashEmbedder(), **tenant)
     try:
@@ -65,7 +42,7 @@ async def test_a_rewrite_of_a_first_scheme_episode_keeps_one_copy(
         inner.upsert(store.collection, [Point(legacy, {}, {}, hit.payload)])
         assert [e.rollout for e in await store.read_recent(5)] == ["booked"]
 
-        engine.method = method
+        engine.fail_next(method)
         try:
             await store.write(Episode(id_="E1", task=task, rollout="moved"))
         except EpisodexError:

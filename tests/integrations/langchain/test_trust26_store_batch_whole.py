@@ -8,38 +8,14 @@ real embedded one, made to fail once where the test says.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 from episodex import EpisodexError, EpisodicMemory, ItemStore
-from episodex.plan import Filter, Point
 from episodex.testing import FailingEngine, HashEmbedder
 from langchain_episodex import EpisodexStore
 from langgraph.store.base import PutOp
-
-
-class _FailsOnce(FailingEngine):
-    """The real engine; its next call of the named write method raises, once."""
-
-    def __init__(self, inner: Any) -> None:
-        super().__init__(inner)
-        self.method: str | None = None
-
-    def _maybe_fail(self, method: str) -> None:
-        if self.method == method:
-            self.method = None
-            self.failures += 1
-            raise self.error
-
-    def upsert(self, collection: str, points: Sequence[Point]) -> None:
-        self._maybe_fail("upsert")
-        self.inner.upsert(collection, points)
-
-    def delete(self, collection: str, flt: Filter) -> None:
-        self._maybe_fail("delete")
-        self.inner.delete(collection, flt)
 
 
 def _memories(store: EpisodexStore) -> dict[str, Any]:
@@ -49,13 +25,13 @@ def _memories(store: EpisodexStore) -> dict[str, Any]:
 @pytest.mark.parametrize("method", ["upsert", "delete"])
 async def test_a_batch_failing_part_way_is_whole_or_not_at_all(method: str, tmp_path: Path) -> None:
     memory = EpisodicMemory(path=tmp_path / "store", embedder=HashEmbedder(), splade=False)
-    engine = _FailsOnce(memory.engine)
+    engine = FailingEngine(memory.engine)
     store = EpisodexStore(ItemStore(engine, memory.embedder), agent_id="assistant")
     try:
         await store.aput(("alice", "food"), "diet", {"text": "Alice is vegetarian."})
         await store.aput(("alice", "food"), "allergy", {"text": "Allergic to peanuts."})
         before = _memories(store)
-        engine.method = method
+        engine.fail_next(method)
         batch = [
             PutOp(("alice", "food"), "diet", {"text": "Alice is vegan now."}),
             PutOp(("alice", "food"), "allergy", None),  # LangGraph's delete

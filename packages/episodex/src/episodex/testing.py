@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from episodex._common.errors import EngineUnavailableError
+from episodex._common.errors import EngineUnavailableError, ValidationError
 from episodex._embedders.base import Matrix
 from episodex._engines.base import Engine, StreamRanks
 from episodex._engines.plan import CollectionSpec, Filter, Fused, Hit, Point, Search
@@ -104,6 +104,9 @@ class HashEmbedder:
         return vec
 
 
+_FAILABLE = frozenset({"upsert", "delete", "query", "query_explained", "scroll", "count"})
+
+
 class FailingEngine:
     """A real engine whose reads or writes fail on demand, as a server that went away does.
 
@@ -111,8 +114,10 @@ class FailingEngine:
     the protocol itself: hand it to a memory (`EpisodicMemory(engine=failing, ...)`), then
     set `reads` or `writes` to make the next calls raise `error` before they reach the wrapped
     engine, which is left exactly as it was. Reads are `query`, `query_explained`, `scroll` and
-    `count`; writes are `upsert` and `delete`. Creating collections, `optimize` and `close` are
-    always passed on (closing the wrapper closes the wrapped engine).
+    `count`; writes are `upsert` and `delete`. `fail_next("delete")` makes only the next call
+    of one method fail, once: a write that fails part way, after its first engine call went
+    through. Creating collections, `optimize` and `close` are always passed on (closing the
+    wrapper closes the wrapped engine).
 
     Args:
         inner: The engine that answers while nothing is set to fail.
@@ -139,9 +144,19 @@ class FailingEngine:
         self.error = error or EngineUnavailableError("the engine is down (FailingEngine)")
         #: How many calls have failed so far.
         self.failures = 0
+        self._next: set[str] = set()
 
-    def _fail(self, when: bool) -> None:
-        if when:
+    def fail_next(self, method: str) -> None:
+        """Make the next call of `method` (`upsert`, `delete`, `query`, ...) fail, once."""
+        if method not in _FAILABLE:
+            raise ValidationError(
+                f"fail_next takes one of {', '.join(sorted(_FAILABLE))}, got {method!r}"
+            )
+        self._next.add(method)
+
+    def _fail(self, when: bool, method: str) -> None:
+        if when or method in self._next:
+            self._next.discard(method)
             self.failures += 1
             raise self.error
 
@@ -156,24 +171,24 @@ class FailingEngine:
 
     def upsert(self, collection: str, points: Sequence[Point]) -> None:
         """Fails while `writes` is set."""
-        self._fail(self.writes)
+        self._fail(self.writes, "upsert")
         self.inner.upsert(collection, points)
 
     def delete(self, collection: str, flt: Filter) -> None:
         """Fails while `writes` is set."""
-        self._fail(self.writes)
+        self._fail(self.writes, "delete")
         self.inner.delete(collection, flt)
 
     def query(self, collection: str, requests: Sequence[Search | Fused]) -> list[list[Hit]]:
         """Fails while `reads` is set."""
-        self._fail(self.reads)
+        self._fail(self.reads, "query")
         return self.inner.query(collection, requests)
 
     def query_explained(
         self, collection: str, requests: Sequence[Fused]
     ) -> list[list[tuple[Hit, StreamRanks]]]:
         """Fails while `reads` is set."""
-        self._fail(self.reads)
+        self._fail(self.reads, "query_explained")
         return self.inner.query_explained(collection, requests)
 
     def scroll(
@@ -188,7 +203,7 @@ class FailingEngine:
         offset: str | None = None,
     ) -> tuple[list[Hit], str | None]:
         """Fails while `reads` is set."""
-        self._fail(self.reads)
+        self._fail(self.reads, "scroll")
         return self.inner.scroll(
             collection,
             flt,
@@ -201,7 +216,7 @@ class FailingEngine:
 
     def count(self, collection: str, flt: Filter) -> int:
         """Fails while `reads` is set."""
-        self._fail(self.reads)
+        self._fail(self.reads, "count")
         return self.inner.count(collection, flt)
 
     def optimize(self) -> None:
