@@ -4,7 +4,8 @@
 replaced the first, and both ids came back as stored. Two memories of the same step (same
 run and `step_id`) were both stored, so a grade for that step id graded two copies and a
 resumed attempt kept one of them. `format_lessons(max_chars=...)` accepted 0, negative sizes
-and `True` (every lesson became `…`), and a string, float or None failed with `TypeError`.
+and `True` (every lesson became `…`), and a string, float or None failed with `TypeError`, as
+did `store_memories(None)`.
 """
 
 from __future__ import annotations
@@ -75,6 +76,15 @@ def test_the_same_step_id_in_two_runs_is_still_accepted(lessons: StepLessonMemor
     assert sorted(_stored(lessons)) == sorted(
         [(one.id, "s1", "click('1')"), (other.id, "s1", "click('2')")]
     )
+
+
+@pytest.mark.parametrize("memories", [None, 5, 2.5])
+def test_store_memories_refuses_what_is_not_a_list(
+    lessons: StepLessonMemory, memories: Any
+) -> None:
+    with pytest.raises(ValidationError, match="list of step memories"):
+        asyncio.run(lessons.store_memories(memories))
+    assert _stored(lessons) == []
 
 
 @pytest.mark.parametrize("max_chars", [0, -5, True, "300", 2.5, None])

@@ -544,6 +544,10 @@ class StepLessonMemory:
         """Store step memories as they are (an import); missing embeddings are computed."""
         if isinstance(memories, Mapping | str | bytes):
             raise ValidationError("store_memories takes a list of step memories, not a single one")
+        if not isinstance(memories, Iterable):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValidationError(
+                f"store_memories takes a list of step memories, got {type(memories).__name__}"
+            )
         parsed = [StepMemory.parse(m, where=f"memory {i}: ") for i, m in enumerate(memories)]
         stored = await in_thread(self._store.write, parsed)
         return [m.id for m in stored]
