@@ -542,7 +542,10 @@ class StepLessonMemory:
         user_id: str | None = None,
         agent_id: str | None = None,
     ) -> list[StepMemory]:
-        """Every stored step of a session, by rep then step (defaults: the episode in progress)."""
+        """Every stored step of a session (defaults: the episode in progress).
+
+        In order of rep, then run by run (in the order the runs began), then step.
+        """
         episode = self.episode
         user_id = user_id if user_id is not None else (episode.user_id if episode else None)
         agent_id = agent_id if agent_id is not None else (episode.agent_id if episode else None)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from episodex._common.errors import ValidationError
@@ -144,7 +145,12 @@ class LessonStore:
 
     def load(self, flt: Filter) -> list[StepMemory]:
         memories = [_from_payload(pid, payload) for pid, payload in self.scan(flt)]
-        memories.sort(key=lambda m: (m.rep, m.step_num, m.created_at))
+        # By rep, then run by run (two attempts started before either was stored share a rep:
+        # by step number alone their steps interleaved), in the order the runs began.
+        began: dict[str, datetime] = {}
+        for m in memories:
+            began[m.run_id] = min(began.get(m.run_id, m.created_at), m.created_at)
+        memories.sort(key=lambda m: (m.rep, began[m.run_id], m.run_id, m.step_num, m.created_at))
         return memories
 
     def count(self, flt: Filter) -> int:
