@@ -156,7 +156,9 @@ def span_episodes(
             pieces = _pieces(text, max_chars - len(role) - _PART_HEADER_CHARS)
             for number, piece in enumerate(pieces, start=1):
                 long = head.format(number, len(pieces)) + piece
-                short = _condense(piece, short_chars)
+                # A part of whitespace only (a run longer than a part) says what it is part of:
+                # an empty short summary would have the store refuse that part alone.
+                short = _condense(piece, short_chars) or _condense(text, short_chars)
                 episodes.append(
                     SpanEpisode(short, long, index, index, part=number, parts=len(pieces))
                 )
