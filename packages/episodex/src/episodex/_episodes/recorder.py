@@ -145,10 +145,12 @@ class EpisodeRecorder:
         for episode in parsed:
             if episode is not None:
                 self._enqueue(episode)
-        if self.deferred:
+        if self.deferred and not self._closed:
             self._idle.clear()
             self._wake.set()
             return [None] * len(parsed)
+        # Not deferred, or closed: the writer thread is stopping or gone, so waiting for it
+        # would leave these episodes unwritten (and `flush` waiting forever); write them now.
         stored = await self._write_pending()
         return [ep.point_id if ep is not None and ep.point_id in stored else None for ep in parsed]
 
@@ -165,7 +167,7 @@ class EpisodeRecorder:
         """
         if self.deferred:
             self._wake.set()
-            await asyncio.to_thread(self._idle.wait)
+            await asyncio.to_thread(self._wait_for_writer)
         await self._write_pending()
         return self.stats().pending
 
@@ -195,12 +197,23 @@ class EpisodeRecorder:
 
     # -- internals -----------------------------------------------------------------------
 
+    def _wait_for_writer(self) -> None:
+        # Until the background writer is idle, or gone: an episode queued just as it stopped
+        # (after `aclose`) leaves it never idle again, and `flush` writes that one itself.
+        worker = self._worker
+        while worker is not None and worker.is_alive():
+            if self._idle.wait(0.05):
+                return
+
     def _prepare(self, episode: Mapping[str, Any]) -> ConversationEpisode | None:
         now = datetime.now(UTC)
         data = dict(episode)
         # Fixed before the first try: a retry replaces instead of duplicating, and the episode
-        # keeps the time it happened, not the time the store came back.
-        data.setdefault("point_id", str(uuid.uuid4()))
+        # keeps the time it happened, not the time the store came back. An explicit None (the
+        # default of `memorize`) gets one too: the store would pick an id the queue never
+        # learns, so the episode would stay pending and be stored again on every write.
+        if data.get("point_id") is None:
+            data["point_id"] = str(uuid.uuid4())
         if data.get("timestamp_begin") is None:
             data["timestamp_begin"] = now
         if data.get("timestamp_end") is None:

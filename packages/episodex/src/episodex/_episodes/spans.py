@@ -51,12 +51,31 @@ def message_line(
         tool_calls: Names of the tools the message calls.
         system: The message is a system prompt.
     """
+    _check_pair("message", role, text)
     if system:
         return role, ""
     text = text.strip()
     if tool_calls:
-        text = (text + "\n" if text else "") + "[called " + ", ".join(tool_calls) + "]"
+        # A tool name is the model's text: a line break in one would start a forged line.
+        names = (" ".join(str(name).split()) for name in tool_calls)
+        text = (text + "\n" if text else "") + "[called " + ", ".join(names) + "]"
     return role, text
+
+
+def _check_pair(where: str, role: object, text: object) -> None:
+    if not isinstance(role, str) or not role.strip():
+        raise ValidationError(f"{where}: role must be a non-blank string, got {role!r}")
+    if len(role.splitlines()) != 1 or role != role.strip():
+        # `role: text` starts a line of the long summary; a break would start a forged one.
+        raise ValidationError(
+            f"{where}: role must be one line without surrounding spaces, got {role!r}"
+        )
+    if not isinstance(text, str):
+        raise ValidationError(f"{where}: text must be a string, got {type(text).__name__}")
+
+
+#: Characters of a part header besides the role (` (part 12345/12345): `), counted generously.
+_PART_HEADER_CHARS = 23
 
 
 def _condense(text: str, limit: int) -> str:
@@ -109,6 +128,14 @@ def span_episodes(
         if not isinstance(pair, tuple) or len(pair) != 2:  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ValidationError(f"message {offset}: expected a (role, text) pair, got {pair!r}")
         role, text = pair
+        _check_pair(f"message {offset}", role, text)
+        # A part header must leave room for at least half an episode of the message, or the
+        # splitter would cut empty pieces forever.
+        if len(role) > max_chars // 2 - _PART_HEADER_CHARS:
+            raise ValidationError(
+                f"message {offset}: role is {len(role)} characters; with max_chars={max_chars} "
+                f"it may have at most {max(0, max_chars // 2 - _PART_HEADER_CHARS)}"
+            )
         if text.strip():
             lines.append((start_index + offset, role, text.strip()))
     episodes: list[SpanEpisode] = []
@@ -126,10 +153,12 @@ def span_episodes(
         if len(line) > max_chars:
             close()
             head = f"{role} (part {{}}/{{}}): "
-            pieces = _pieces(text, max_chars - len(head) - 8)
+            pieces = _pieces(text, max_chars - len(role) - _PART_HEADER_CHARS)
             for number, piece in enumerate(pieces, start=1):
                 long = head.format(number, len(pieces)) + piece
-                short = _condense(piece, short_chars)
+                # A part of whitespace only (a run longer than a part) says what it is part of:
+                # an empty short summary would have the store refuse that part alone.
+                short = _condense(piece, short_chars) or _condense(text, short_chars)
                 episodes.append(
                     SpanEpisode(short, long, index, index, part=number, parts=len(pieces))
                 )

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 
 from episodex._common.errors import ValidationError
 from episodex._common.text import clip
+from episodex._common.validation import require_int
 from episodex._lessons.lookalikes import neutralize_markers, normalize_visible
 from episodex._lessons.model import RetrievedLesson, StepMemory, action_parts
 
@@ -20,6 +21,9 @@ LESSONS_HEADER = (
 )
 """The first four lines of every lessons block."""
 
+
+#: Shortest cut of a lesson text: below it every lesson reads `…` and says nothing.
+_MIN_CHARS = 10
 
 _BREAKS = re.compile(r"[\r\n\v\f\x1c-\x1e\x85\u2028\u2029]+")
 
@@ -43,6 +47,7 @@ def sanitize_lesson_text(text: str, *, max_chars: int = 300) -> str:
     look-alike spelling or with any colon), control characters become spaces, and the result
     is cut to `max_chars`.
     """
+    max_chars = require_int("max_chars", max_chars, minimum=_MIN_CHARS)
     parts: list[str] = []
     for segment in _BREAKS.split(normalize_visible(text)):
         segment = _LEADING_MARKS.sub("", _CONTROL.sub(" ", segment))
@@ -71,6 +76,9 @@ def format_lessons(lessons: Iterable[RetrievedLesson | StepMemory], *, max_chars
     score (the re-ranking score), for plain step memories (loaded or imported) the grader's
     `confidence`, when it has one. Pending steps are left out.
     """
+    max_chars = require_int("max_chars", max_chars, minimum=_MIN_CHARS)
+    if isinstance(lessons, RetrievedLesson | StepMemory | str | bytes):
+        raise ValidationError("format_lessons takes a list of lessons, not a single one")
     lines: list[str] = []
     number = 0
     for item in lessons:

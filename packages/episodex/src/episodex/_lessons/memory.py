@@ -75,6 +75,16 @@ class Attempt:
 _KEPT_ATTEMPTS = 1024
 
 
+#: What identifies an attempt in progress: its user, agent, session and run. Callers choose run
+#: ids, and a short one (`"1"`) repeats across sessions and users: keyed by it alone, a second
+#: attempt replaced the first, whose next steps then went to the other session.
+_AttemptKey = tuple[str, str, str, str]
+
+
+def _key(attempt: Attempt) -> _AttemptKey:
+    return (attempt.user_id, attempt.agent_id, attempt.session_id, attempt.run_id)
+
+
 def _last_step(steps: Mapping[str, StepMemory]) -> StepMemory | None:
     return max(steps.values(), key=lambda m: m.step_num, default=None)
 
@@ -158,10 +168,12 @@ class StepLessonMemory:
             "final_k": require_int("final_k", final_k, minimum=0),
         }
         self._store = LessonStore(engine, self.embedder, collection)
-        # Attempts in progress, by run id; which one a call means is per asyncio task (or per
+        # Attempts in progress, by user, agent, session and run; which one a call means is per asyncio task (or per
         # thread, through the sync twin): one shared instance never mixes two users' attempts.
-        self._attempts: OrderedDict[str, tuple[Attempt, dict[str, StepMemory]]] = OrderedDict()
-        self._current: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+        self._attempts: OrderedDict[_AttemptKey, tuple[Attempt, dict[str, StepMemory]]] = (
+            OrderedDict()
+        )
+        self._current: contextvars.ContextVar[_AttemptKey | None] = contextvars.ContextVar(
             f"episodex_lessons_attempt_{id(self)}", default=None
         )
 
@@ -188,7 +200,7 @@ class StepLessonMemory:
         steps = {} if run is None else self._attempts[run][1]
         return sorted(steps.values(), key=lambda m: m.step_num)
 
-    def _current_run(self) -> str | None:
+    def _current_run(self) -> _AttemptKey | None:
         # Only the attempt this task (or thread) started: a call from elsewhere passes its
         # Attempt. Falling back to "the only open attempt" gave a request that skipped
         # init_episode the attempt, and the lessons, of whichever user had one open.
@@ -199,12 +211,13 @@ class StepLessonMemory:
         if attempt is not None:
             if not isinstance(attempt, Attempt):  # pyright: ignore[reportUnnecessaryIsInstance]
                 raise ValidationError(f"attempt must be an Attempt, got {type(attempt).__name__}")
-            if attempt.run_id not in self._attempts:
+            if _key(attempt) not in self._attempts:
                 raise ValidationError(
-                    f"attempt {attempt.run_id!r} is not in progress here; resume it with "
+                    f"attempt {attempt.run_id!r} of session {attempt.session_id!r} is not in "
+                    "progress here; resume it with "
                     "init_episode(session_id, user_id=..., agent_id=..., run_id=...)"
                 )
-            return self._attempts[attempt.run_id][0]
+            return self._attempts[_key(attempt)][0]
         run = self._current_run()
         if run is None:
             raise ValidationError(
@@ -217,7 +230,7 @@ class StepLessonMemory:
         return self._attempts[run][0]
 
     def _steps_of(self, episode: Attempt) -> dict[str, StepMemory]:
-        return self._attempts[episode.run_id][1]
+        return self._attempts[_key(episode)][1]
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -257,11 +270,11 @@ class StepLessonMemory:
             task=task,
             resumed=bool(rows),
         )
-        self._attempts[attempt.run_id] = (attempt, {m.step_id: m for m in own})
-        self._attempts.move_to_end(attempt.run_id)
+        self._attempts[_key(attempt)] = (attempt, {m.step_id: m for m in own})
+        self._attempts.move_to_end(_key(attempt))
         while len(self._attempts) > _KEPT_ATTEMPTS:
             self._attempts.popitem(last=False)
-        self._current.set(attempt.run_id)
+        self._current.set(_key(attempt))
         return attempt
 
     async def record_step_start(
@@ -412,7 +425,7 @@ class StepLessonMemory:
             updated.append(memory.replace(**changes))
         stored = await in_thread(self._store.write, updated)
         if current:
-            self._attempts[episode.run_id] = (episode, {m.step_id: m for m in stored})
+            self._attempts[_key(episode)] = (episode, {m.step_id: m for m in stored})
         return stored
 
     async def grade_episode(
@@ -529,7 +542,10 @@ class StepLessonMemory:
         user_id: str | None = None,
         agent_id: str | None = None,
     ) -> list[StepMemory]:
-        """Every stored step of a session, by rep then step (defaults: the episode in progress)."""
+        """Every stored step of a session (defaults: the episode in progress).
+
+        In order of rep, then run by run (in the order the runs began), then step.
+        """
         episode = self.episode
         user_id = user_id if user_id is not None else (episode.user_id if episode else None)
         agent_id = agent_id if agent_id is not None else (episode.agent_id if episode else None)
@@ -544,6 +560,10 @@ class StepLessonMemory:
         """Store step memories as they are (an import); missing embeddings are computed."""
         if isinstance(memories, Mapping | str | bytes):
             raise ValidationError("store_memories takes a list of step memories, not a single one")
+        if not isinstance(memories, Iterable):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValidationError(
+                f"store_memories takes a list of step memories, got {type(memories).__name__}"
+            )
         parsed = [StepMemory.parse(m, where=f"memory {i}: ") for i, m in enumerate(memories)]
         stored = await in_thread(self._store.write, parsed)
         return [m.id for m in stored]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from episodex._common.errors import ValidationError
@@ -95,6 +96,7 @@ class LessonStore:
         return out
 
     def write(self, memories: Sequence[StepMemory]) -> list[StepMemory]:
+        _refuse_repeats(memories)
         embedded = self.with_embeddings(memories)
         with self._write_lock:
             # A step id of another user, agent or session must never be overwritten (and moved).
@@ -143,7 +145,12 @@ class LessonStore:
 
     def load(self, flt: Filter) -> list[StepMemory]:
         memories = [_from_payload(pid, payload) for pid, payload in self.scan(flt)]
-        memories.sort(key=lambda m: (m.rep, m.step_num, m.created_at))
+        # By rep, then run by run (two attempts started before either was stored share a rep:
+        # by step number alone their steps interleaved), in the order the runs began.
+        began: dict[str, datetime] = {}
+        for m in memories:
+            began[m.run_id] = min(began.get(m.run_id, m.created_at), m.created_at)
+        memories.sort(key=lambda m: (m.rep, began[m.run_id], m.run_id, m.step_num, m.created_at))
         return memories
 
     def count(self, flt: Filter) -> int:
@@ -151,6 +158,27 @@ class LessonStore:
 
     def delete(self, flt: Filter) -> int:
         return delete_counted(self.engine, self.collection, flt)
+
+
+def _refuse_repeats(memories: Sequence[StepMemory]) -> None:
+    """One id, and one copy of each step of a run, per write: a repeat would be a lost copy.
+
+    The second of two memories with one id replaces the first; two memories of one step
+    (one run, one `step_id`) are both stored, and a grade for that step id grades both.
+    """
+    ids: dict[str, int] = {}
+    steps: dict[tuple[str, str, str, str, str], int] = {}
+    for i, m in enumerate(memories):
+        if (first := ids.setdefault(m.id, i)) != i:
+            raise ValidationError(
+                f"memory {i}: id {m.id!r} is memory {first}'s, earlier in the batch"
+            )
+        step = (m.user_id, m.agent_id, m.session_id, m.run_id, m.step_id)
+        if (first := steps.setdefault(step, i)) != i:
+            raise ValidationError(
+                f"memory {i}: step_id {m.step_id!r} of run {m.run_id!r} is memory {first}'s, "
+                "earlier in the batch; give each step of a run its own step_id"
+            )
 
 
 def _from_payload(point_id: str, payload: Mapping[str, Any]) -> StepMemory:
