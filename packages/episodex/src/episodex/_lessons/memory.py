@@ -168,8 +168,9 @@ class StepLessonMemory:
             "final_k": require_int("final_k", final_k, minimum=0),
         }
         self._store = LessonStore(engine, self.embedder, collection)
-        # Attempts in progress, by user, agent, session and run; which one a call means is per asyncio task (or per
-        # thread, through the sync twin): one shared instance never mixes two users' attempts.
+        # Attempts in progress, by user, agent, session and run; which one a call means is per
+        # asyncio task (or per thread, through the sync twin): one shared instance never mixes
+        # two users' attempts.
         self._attempts: OrderedDict[_AttemptKey, tuple[Attempt, dict[str, StepMemory]]] = (
             OrderedDict()
         )

@@ -63,12 +63,15 @@ async def render_memories(
         encoding: A tiktoken encoding name or a token-counting callable.
     """
     budget = require_budget(max_tokens)
-    if isinstance(memories, TaskMemory) or not isinstance(memories, Iterable):  # pyright: ignore[reportUnnecessaryIsInstance]
+    # Read once into a list: a generator checked with all() and then recalled from is empty.
+    listed = (
+        list(memories)
+        if isinstance(memories, Iterable) and not isinstance(memories, TaskMemory)  # pyright: ignore[reportUnnecessaryIsInstance]
+        else None
+    )
+    if listed is None or not all(isinstance(m, TaskMemory) for m in listed):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise ValidationError("render_memories takes a list of memories (TaskMemory objects)")
-    # One pass only: a generator checked with all() and then recalled from would be empty.
-    memories = list(memories)
-    if not all(isinstance(m, TaskMemory) for m in memories):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise ValidationError("render_memories takes a list of memories (TaskMemory objects)")
+    memories = listed
     for memory in memories:
         if not memory.ranks_episodes:
             raise ValidationError(
