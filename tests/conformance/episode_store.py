@@ -251,6 +251,7 @@ class EpisodeStoreConformance:
             bm25_weight=weights["bm25"],
             splade_weight=weights["splade"],
             splade_short_weight=weights["splade_short"],
+            conversation_diversity=0,
         )
         items = res["previous_conversations"]
         assert len(items) == len(CORPUS)
@@ -281,11 +282,18 @@ class EpisodeStoreConformance:
         self, memory: EpisodicMemory, loaded: list[str]
     ) -> None:
         res = await memory.recall(user_id=U, agent_id=A, query="order refund address")
-        # The documented defaults (README, "Recall"): chosen on the LoCoMo dev split.
+        # The documented defaults (README, "Recall"): chosen on the LoCoMo dev split. The
+        # previous-conversations list discounts a conversation's later episodes by 3% each.
         weights = {"short": 0.05, "long": 0.05, "bm25": 0.3, "splade": 0.2, "splade_short": 0.2}
-        for item in res["previous_conversations"]:
+        shown: dict[str, int] = {}
+        items = res["previous_conversations"]
+        for item in items:
             ranks = {s: v["rank"] for s, v in item["streams"].items()}
-            assert item["score"] == pytest.approx(reference_rrf(ranks, weights, 20), rel=1e-4)
+            before = shown.get(item["conversation_id"], 0)
+            fused = reference_rrf(ranks, weights, 20)
+            assert item["score"] == pytest.approx(fused * 0.97**before, rel=1e-4)
+            shown[item["conversation_id"]] = before + 1
+        assert [i["score"] for i in items] == sorted((i["score"] for i in items), reverse=True)
 
     async def test_recall_never_crosses_user_or_agent(
         self, memory: EpisodicMemory, loaded: list[str]

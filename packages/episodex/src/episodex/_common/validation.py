@@ -21,6 +21,7 @@ __all__ = [
     "parse_model",
     "require_id",
     "require_int",
+    "require_share",
     "require_text",
     "require_weight",
 ]
@@ -214,4 +215,16 @@ def require_weight(name: str, value: object, *, error: type[ValueError] = Valida
         or value < 0
     ):
         raise error(f"{name} must be a finite number >= 0, got {value!r}")
+    return float(value)
+
+
+def require_share(name: str, value: object, *, error: type[ValueError] = ValidationError) -> float:
+    """`value` must be a number (not a bool) in [0, 1)."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or not 0 <= value < 1
+    ):
+        raise error(f"{name} must be a number in [0, 1), got {value!r}")
     return float(value)

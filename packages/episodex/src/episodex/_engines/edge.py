@@ -492,6 +492,28 @@ class EdgeEngine:
         except KeyError:
             raise EngineError(f"collection {collection!r} is not open") from None
 
+    @staticmethod
+    def _add_missing_indexes(
+        shard: Any, spec: CollectionSpec, folder: Path, *, quantized: bool
+    ) -> None:
+        """Index the payload keys a newer release filters on that an older store lacks.
+
+        Without its index a filter still works, by reading every candidate's payload.
+        """
+        try:
+            have = set(shard.info().payload_schema)
+            missing = [
+                (key, params)
+                for key, params in _payload_indexes(spec, qe.Memory.Cold if quantized else None)
+                if key not in have
+            ]
+            for key, params in missing:
+                shard.update(qe.UpdateOperation.create_field_index(key, params))
+            if missing:
+                shard.flush()
+        except Exception as exc:
+            raise _engine_error(exc, f"cannot index the payload of {folder}") from exc
+
     def ensure_collection(self, spec: CollectionSpec) -> Mapping[str, Any]:
         """Open the collection's shard, creating it and its payload indexes if missing."""
         with self._lock:
@@ -533,6 +555,9 @@ class EdgeEngine:
                     release_pages(folder, keep=(_INT8_FILE,))
                 else:
                     release_pages(folder / _WAL)
+                self._add_missing_indexes(
+                    shard, spec, folder, quantized=bool(stored.get(_QUANTIZED))
+                )
                 self._shards[spec.name] = shard
                 self._keys[spec.name] = _KEYERS[stored["edge_point_ids"]]
                 return stored

@@ -247,6 +247,13 @@ class QdrantClientEngine:
         def run() -> Mapping[str, Any]:
             if self._client.collection_exists(name):
                 info = self._client.get_collection(name)
+                if self._kind == "server":
+                    # A store made by an older release lacks the indexes newer filters use.
+                    for key in spec.keywords:
+                        if key not in (info.payload_schema or {}):
+                            self._client.create_payload_index(
+                                name, key, models.PayloadSchemaType.KEYWORD
+                            )
                 return dict(info.config.metadata or {})
             switched = self._finish_switch(spec.name)
             if switched is not None:

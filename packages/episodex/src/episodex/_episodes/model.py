@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Annotated, Any, Self
@@ -26,13 +27,16 @@ from episodex._common.model import (
     to_utc,
 )
 
-__all__ = ["ConversationEpisode", "payload_to_item"]
+__all__ = ["ConversationEpisode", "payload_to_item", "speaker_terms"]
 
 #: Bumped when the stored payload changes shape.
 SCHEMA_VERSION = 1
 
 
 NonNegative = Annotated[StrictInt, Field(ge=0)]
+#: Most speakers one episode can name.
+MAX_SPEAKERS = 64
+_WORD = re.compile(r"\w+")
 # The range of each sentiment field, and how a message says it.
 _RANGES = {
     "average_user_sentiment": (-1.0, 1.0, "in [-1, 1]"),
@@ -72,6 +76,12 @@ class ConversationEpisode(FrozenModel):
     """Named flows (intents, playbooks) the agent ran."""
     tools_invoked: list[NonBlankId] = Field(default_factory=list[str])
     """Tools the agent called."""
+    speakers: list[NonBlankId] = Field(default_factory=list[str], max_length=MAX_SPEAKERS)
+    """Who spoke in the stretch, by the names a question would use (`"Caroline"`, `"user"`).
+
+    A recall whose query names one of them (any word of it, in any case) searches once more
+    among that speaker's episodes (the `speaker` streams of `RecallOptions`).
+    """
     timestamp_begin: UtcDatetime | None = None
     """When the stretch began (default: now; naive times are UTC)."""
     timestamp_end: UtcDatetime | None = None
@@ -127,6 +137,8 @@ class ConversationEpisode(FrozenModel):
             "overlap": self.overlap,
             "flows_activated": list(self.flows_activated),
             "tools_invoked": list(self.tools_invoked),
+            "speakers": list(self.speakers),
+            SPEAKER_KEYS: speaker_terms(" ".join(self.speakers)),
             "timestamp_begin": begin.timestamp(),
             "timestamp_end": end.timestamp(),
             "average_user_sentiment": self.average_user_sentiment,
@@ -135,6 +147,16 @@ class ConversationEpisode(FrozenModel):
             "created_at": created_at if created_at is not None else now.timestamp(),
             "schema": SCHEMA_VERSION,
         }
+
+
+#: The indexed payload field a speaker stream filters on: the speakers' words, case-folded.
+#: Derived from `speakers`, so it is neither returned nor exported.
+SPEAKER_KEYS = "speaker_keys"
+
+
+def speaker_terms(text: str) -> list[str]:
+    """The distinct words of `text`, case-folded, in order: how speakers and queries meet."""
+    return list(dict.fromkeys(word.casefold() for word in _WORD.findall(text)))
 
 
 def payload_to_item(
@@ -149,6 +171,6 @@ def payload_to_item(
             value, int | float
         ):
             item[key] = datetime.fromtimestamp(value, UTC)
-        elif key != "schema":
+        elif key not in ("schema", SPEAKER_KEYS):
             item[key] = value
     return item

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any, TypedDict, cast
 
 from episodex._common.errors import ConfigurationError
-from episodex._common.validation import require_int, require_weight
+from episodex._common.validation import require_int, require_share, require_weight
 
 __all__ = ["INT_MINIMUMS", "RecallOptions", "check_recall_options", "validate_recall_options"]
 
@@ -54,6 +54,29 @@ class RecallOptions(TypedDict, total=False):
     `in 2023`; English, no relative dates), the short-summary dense stream searches once more
     among the episodes whose time span meets that period, widened by 14 days each side, and
     joins the fusion as `dated`. A query naming no period has no such stream.
+    """
+
+    speaker_weight: float
+    """Fusion weight of the `speaker` stream (default 0.2; 0 turns it off).
+
+    When a word of the query is a word of an episode's `speakers` (case-folded: `Caroline`,
+    `caroline's`, `user`), the long-summary dense stream searches once more among the
+    episodes of the speakers it names, and joins the fusion as `speaker`. Episodes stored
+    without `speakers` are never in it.
+    """
+
+    speaker_bm25_weight: float
+    """Fusion weight of the `speaker_bm25` stream (default 0.1; 0 turns it off): the BM25
+    stream searched again among the named speakers' episodes, as `speaker` does."""
+
+    conversation_diversity: float
+    """How much the previous-conversations list favours conversations it has not shown yet
+    (default 0.03, in [0, 1); 0 keeps the engine's fused order).
+
+    The list is ordered greedily: each episode's fused score is multiplied by
+    `1 - conversation_diversity` for every episode of its conversation placed before it, and
+    that is the `score` it is returned with (so the list is best first by `score`). Only the
+    order of the episodes fusion returned changes, never which ones.
     """
 
     stage1_limit: int
@@ -154,6 +177,8 @@ def _check_value(name: str, value: object, where: str) -> None:
         if name == "seen_until" and value is None:
             return  # recall reads None as "open at the end"
         require_int(f"{where}{name}", value, minimum=INT_MINIMUMS[name], error=ConfigurationError)
+    elif name == "conversation_diversity":
+        require_share(f"{where}{name}", value, error=ConfigurationError)
     elif name.endswith("_weight"):
         require_weight(f"{where}{name}", value, error=ConfigurationError)
     elif name == "with_stream_ranks" and not isinstance(value, bool):

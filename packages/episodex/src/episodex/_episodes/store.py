@@ -22,7 +22,7 @@ from episodex._common.errors import (
     ValidationError,
 )
 from episodex._common.helpers import both
-from episodex._common.validation import require_id, require_int, require_weight
+from episodex._common.validation import require_id, require_int, require_share, require_weight
 from episodex._embedders.base import Embedder, embed_documents, embed_query
 from episodex._embedders.splade import SpladeEncoder
 from episodex._engines.base import Engine
@@ -39,6 +39,7 @@ from episodex._engines.plan import (
     HasId,
     Hit,
     Match,
+    MatchAny,
     Point,
     Range,
     SparseVec,
@@ -47,7 +48,12 @@ from episodex._engines.plan import (
 from episodex._engines.sparse import Bm25Encoder
 from episodex._episodes import stats as stats_
 from episodex._episodes import transfer
-from episodex._episodes.model import ConversationEpisode, payload_to_item
+from episodex._episodes.model import (
+    SPEAKER_KEYS,
+    ConversationEpisode,
+    payload_to_item,
+    speaker_terms,
+)
 from episodex._episodes.options import INT_MINIMUMS, RecallOptions, check_recall_options
 from episodex._episodes.periods import named_period, period_filter
 from episodex._episodes.transfer import ImportReport
@@ -71,6 +77,12 @@ DEFAULT_WEIGHTS = {"short": 0.05, "long": 0.05, "bm25": 0.3, "splade": 0.2, "spl
 DEFAULT_RRF_K = 20
 #: Fusion weight of the `dated` stream when a query names a period (chosen the same way).
 DEFAULT_DATED_WEIGHT = 0.3
+#: Fusion weights of the `speaker` and `speaker_bm25` streams when a query names a speaker, and
+#: the previous-conversations list's `conversation_diversity` (chosen the same way).
+DEFAULT_SPEAKER_WEIGHTS = {"speaker": 0.2, "speaker_bm25": 0.1}
+DEFAULT_CONVERSATION_DIVERSITY = 0.03
+#: Most query words a speaker filter lists (a longer query's later words are not matched).
+_MAX_SPEAKER_TERMS = 64
 RecallResult = dict[str, list[dict[str, Any]]]
 #: One episode's vectors while a `memorize_many` holds them: dense rows, sparse (indices, values).
 _Packed = tuple[
@@ -120,7 +132,13 @@ class EpisodeStore:
             sparse=("bm25",),
             sparse_plain=LEARNED if splade is not None else (),
             tenant_key="user_id",
-            keywords=("agent_id", "conversation_id", "flows_activated", "tools_invoked"),
+            keywords=(
+                "agent_id",
+                "conversation_id",
+                "flows_activated",
+                "tools_invoked",
+                SPEAKER_KEYS,
+            ),
             floats=("timestamp_begin", "timestamp_end"),
         )
         settings: dict[str, Any] = {
@@ -436,6 +454,15 @@ class EpisodeStore:
         dated_weight = require_weight(
             "dated_weight", options.get("dated_weight", DEFAULT_DATED_WEIGHT)
         )
+        for name, default in DEFAULT_SPEAKER_WEIGHTS.items():
+            weights[name] = require_weight(
+                f"{name}_weight",
+                options.get(f"{name}_weight", default),  # type: ignore[misc]
+            )
+        diversity = require_share(
+            "conversation_diversity",
+            options.get("conversation_diversity", DEFAULT_CONVERSATION_DIVERSITY),
+        )
         result: RecallResult = {"same_conversation": [], "previous_conversations": []}
         sides: list[tuple[str, Filter, int]] = []
         seen = self._seen_window(options)
@@ -454,8 +481,13 @@ class EpisodeStore:
 
         period = named_period(query) if dated_weight > 0 else None
         weights["dated"] = dated_weight
+        terms = speaker_terms(query)[:_MAX_SPEAKER_TERMS]
         streams = self._streams(
-            query, weights, stage1, None if period is None else period_filter(period)
+            query,
+            weights,
+            stage1,
+            None if period is None else period_filter(period),
+            Filter(must=(MatchAny(SPEAKER_KEYS, tuple(terms)),)) if terms else None,
         )
         if not streams:
             return result  # a query of only stopwords with only the BM25 stream weighted
@@ -474,7 +506,7 @@ class EpisodeStore:
                 sides, self.engine.query(self.collection, requests), strict=True
             ):
                 result[name].extend(payload_to_item(h.id, h.payload, h.score) for h in hits)
-            return result
+            return _diversified(result, diversity)
         # The streams also run alone, ids only, in the same batch: the rank each gave each hit.
         answers = self.engine.query_explained(self.collection, requests)
         for (name, _, _), explained in zip(sides, answers, strict=True):
@@ -484,7 +516,7 @@ class EpisodeStore:
                     s: {"rank": rank, "score": score} for s, (rank, score) in ranks.items()
                 }
                 result[name].append(item)
-        return result
+        return _diversified(result, diversity)
 
     def _weights(self, options: RecallOptions) -> dict[str, float]:
         weights = {
@@ -526,12 +558,17 @@ class EpisodeStore:
         weights: Mapping[str, float],
         stage1: int,
         period: Filter | None = None,
+        speakers: Filter | None = None,
     ) -> list[Stream]:
-        """The query's streams, and `dated` (the short dense search within `period`) if given.
+        """The query's streams, with `dated`, `speaker` and `speaker_bm25` when they apply.
 
-        `period` is given only when the query names one and `dated_weight` is above 0.
+        `dated` is the short dense search within `period`; `speaker` and `speaker_bm25` are the
+        long dense and the BM25 searches among `speakers`' episodes. `period` is given only when the query names one and `dated_weight` is above 0;
+        `speakers` whenever the query has a word (a speaker stream of weight 0 is left out).
         """
-        want_dense = weights["short"] > 0 or weights["long"] > 0 or period is not None
+        speaker = speakers is not None and weights["speaker"] > 0
+        speaker_bm25 = speakers is not None and weights["speaker_bm25"] > 0
+        want_dense = weights["short"] > 0 or weights["long"] > 0 or period is not None or speaker
         want_learned = self.splade is not None and any(weights[name] > 0 for name in LEARNED)
         splade = self.splade
         if want_dense and want_learned and splade is not None:
@@ -550,10 +587,14 @@ class EpisodeStore:
             )
             if period is not None:
                 streams.append(Stream("short", dense, stage1, name="dated", filter=period))
-        if weights["bm25"] > 0:
+            if speaker:
+                streams.append(Stream("long", dense, stage1, name="speaker", filter=speakers))
+        if weights["bm25"] > 0 or speaker_bm25:
             sparse = self.bm25.query(query)
-            if sparse.indices:
+            if sparse.indices and weights["bm25"] > 0:
                 streams.append(Stream("bm25", sparse, stage1))
+            if sparse.indices and speaker_bm25:
+                streams.append(Stream("bm25", sparse, stage1, name="speaker_bm25", filter=speakers))
         # One query vector serves both learned streams.
         if learned is not None and learned.indices:
             streams.extend(Stream(name, learned, stage1) for name in LEARNED if weights[name] > 0)
@@ -652,3 +693,30 @@ class EpisodeStore:
     export = transfer.export
     import_ = transfer.import_
     stats = stats_.stats
+
+
+def _diversified(result: RecallResult, diversity: float) -> RecallResult:
+    """`result` with its previous-conversations list ordered for `conversation_diversity`.
+
+    Greedy: the next episode is the one whose fused score, times `1 - diversity` for each
+    episode of its conversation already placed, is highest; that product becomes its score.
+    A product only shrinks as episodes are placed, so the scores stay best first.
+    """
+    items = result["previous_conversations"]
+    if diversity <= 0 or len(items) < 2:
+        return result
+    keep = 1.0 - diversity
+    shown: dict[str, int] = {}
+    left = list(items)
+    ordered: list[dict[str, Any]] = []
+    while left:
+        best = max(
+            range(len(left)),
+            key=lambda i: left[i]["score"] * keep ** shown.get(left[i]["conversation_id"], 0),
+        )
+        item = left.pop(best)
+        item["score"] *= keep ** shown.get(item["conversation_id"], 0)
+        shown[item["conversation_id"]] = shown.get(item["conversation_id"], 0) + 1
+        ordered.append(item)
+    result["previous_conversations"] = ordered
+    return result

@@ -181,6 +181,7 @@ def episode_record(hit: Hit) -> dict[str, Any]:
         "overlap": p["overlap"],
         "flows_activated": p["flows_activated"],
         "tools_invoked": p["tools_invoked"],
+        "speakers": p.get("speakers", []),
         "timestamp_begin": datetime.fromtimestamp(p["timestamp_begin"], UTC).isoformat(),
         "timestamp_end": datetime.fromtimestamp(p["timestamp_end"], UTC).isoformat(),
         "average_user_sentiment": p["average_user_sentiment"],
