@@ -57,7 +57,13 @@ from _common import (
 from episodex import EpisodicMemory, default_embedder
 from episodex._embedders.base import Embedder
 from episodex._embedders.cache import VectorCacheEmbedder
-from episodex._episodes.store import DEFAULT_DATED_WEIGHT, DEFAULT_RRF_K, DEFAULT_WEIGHTS
+from episodex._episodes.store import (
+    DEFAULT_CONVERSATION_DIVERSITY,
+    DEFAULT_DATED_WEIGHT,
+    DEFAULT_RRF_K,
+    DEFAULT_SPEAKER_WEIGHTS,
+    DEFAULT_WEIGHTS,
+)
 
 AGENT = "locomo"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -174,6 +180,9 @@ class Search:
     splade_short_weight: float = DEFAULT_WEIGHTS["splade_short"]
     rerank: Rerank | None = None
     dated_weight: float = DEFAULT_DATED_WEIGHT
+    speaker_weight: float = DEFAULT_SPEAKER_WEIGHTS["speaker"]
+    speaker_bm25_weight: float = DEFAULT_SPEAKER_WEIGHTS["speaker_bm25"]
+    conversation_diversity: float = DEFAULT_CONVERSATION_DIVERSITY
 
     @property
     def name(self) -> str:
@@ -186,6 +195,10 @@ class Search:
             w += f"/splade_short {self.splade_short_weight:g}"
         if self.dated_weight:
             w += f"/dated {self.dated_weight:g}"
+        if self.speaker_weight or self.speaker_bm25_weight:
+            w += f"/speaker {self.speaker_weight:g}+{self.speaker_bm25_weight:g}"
+        if self.conversation_diversity:
+            w += f"/diversity {self.conversation_diversity:g}"
         return self.label or f"hybrid {w} k={self.rrf_k}" + (
             "" if self.stage1 == 100 else f" s1={self.stage1}"
         )
@@ -193,14 +206,27 @@ class Search:
 
 DEFAULT_RECIPE = Recipe()
 _W = DEFAULT_WEIGHTS
+_SPK = DEFAULT_SPEAKER_WEIGHTS
 DEFAULT = Search(
     label=f"default {_W['short']:g}/{_W['long']:g}/{_W['bm25']:g}/splade {_W['splade']:g}"
-    f"/splade_short {_W['splade_short']:g}/dated {DEFAULT_DATED_WEIGHT:g}, k={DEFAULT_RRF_K}"
+    f"/splade_short {_W['splade_short']:g}/dated {DEFAULT_DATED_WEIGHT:g}"
+    f"/speaker {_SPK['speaker']:g}+{_SPK['speaker_bm25']:g}"
+    f"/diversity {DEFAULT_CONVERSATION_DIVERSITY:g}, k={DEFAULT_RRF_K}"
 )
-#: The default without the `dated` stream (the sixth pass's default).
-UNDATED = replace(
+#: The default without the speaker streams and conversation diversity (the eighth pass's).
+UNSPOKEN = replace(
     DEFAULT,
-    label=DEFAULT.label.replace(f"/dated {DEFAULT_DATED_WEIGHT:g}", ", no dated"),
+    label=f"default {_W['short']:g}/{_W['long']:g}/{_W['bm25']:g}/splade {_W['splade']:g}"
+    f"/splade_short {_W['splade_short']:g}/dated {DEFAULT_DATED_WEIGHT:g}, no speaker streams, "
+    f"no diversity, k={DEFAULT_RRF_K}",
+    speaker_weight=0.0,
+    speaker_bm25_weight=0.0,
+    conversation_diversity=0.0,
+)
+#: Nor the `dated` stream (the sixth pass's default).
+UNDATED = replace(
+    UNSPOKEN,
+    label=UNSPOKEN.label.replace(f"/dated {DEFAULT_DATED_WEIGHT:g},", ", no dated,"),
     dated_weight=0.0,
 )
 SEED = Search(
@@ -241,12 +267,14 @@ SPLADE = Search(
 SPLADE_SHORT = Search(
     0.0, 0.0, 0.0, label="SPLADE-short only", splade_weight=0.0, splade_short_weight=1.0
 )
-# The single-stream modes and the earlier defaults had no `dated` stream.
+# The single-stream modes and the earlier defaults had no `dated` or speaker streams.
 SEED, PREVIOUS, FOUR_STREAMS, DENSE, BM25, SPLADE, SPLADE_SHORT = (
-    replace(s, dated_weight=0.0)
+    replace(
+        s, dated_weight=0.0, speaker_weight=0.0, speaker_bm25_weight=0.0, conversation_diversity=0.0
+    )
     for s in (SEED, PREVIOUS, FOUR_STREAMS, DENSE, BM25, SPLADE, SPLADE_SHORT)
 )
-MODES = (DENSE, BM25, SPLADE, SPLADE_SHORT, PREVIOUS, FOUR_STREAMS, UNDATED, DEFAULT)
+MODES = (DENSE, BM25, SPLADE, SPLADE_SHORT, PREVIOUS, FOUR_STREAMS, UNDATED, UNSPOKEN, DEFAULT)
 BASELINE = 5  # the row of MODES the exploration compares with
 
 
@@ -320,6 +348,7 @@ def ingest(mem: EpisodicMemory, conv: Conversation, recipe: Recipe) -> None:
                 "start_index": turn.index,
                 "timestamp_begin": when,
                 "timestamp_end": when,
+                "speakers": [turn.speaker],
                 "metadata": {"dia_id": turn.dia_id, "session": turn.session},
             }
         )
@@ -342,6 +371,9 @@ def recalled(
         splade_weight=search.splade_weight,
         splade_short_weight=search.splade_short_weight,
         dated_weight=search.dated_weight,
+        speaker_weight=search.speaker_weight,
+        speaker_bm25_weight=search.speaker_bm25_weight,
+        conversation_diversity=search.conversation_diversity,
         stage1_limit=search.stage1,
         rrf_k=search.rrf_k,
         # Ranks per stream do not change the order; leaving them out halves the run time.

@@ -56,6 +56,9 @@ _RECALL_FLAGS: tuple[tuple[str, str, type[int] | type[float]], ...] = (
     ("--splade-weight", "splade_weight", float),
     ("--splade-short-weight", "splade_short_weight", float),
     ("--dated-weight", "dated_weight", float),
+    ("--speaker-weight", "speaker_weight", float),
+    ("--speaker-bm25-weight", "speaker_bm25_weight", float),
+    ("--conversation-diversity", "conversation_diversity", float),
     ("--stage1-limit", "stage1_limit", int),
     ("--rrf-k", "rrf_k", int),
 )
