@@ -6,7 +6,8 @@ Uses `recall_replay_eighth.py`'s replay of the eighth pass's default (the five s
 `dated`: 74.7 / 82.8 / 91.5, the engine's figures). 496 of the 505 dev questions name one of
 their conversation's two speakers, and 95% of their evidence turns are that speaker's. Each
 episode stores its speaker (`ConversationEpisode.speakers`), and a query word that is a word of
-a stored speaker (case-folded, as `episodex` matches them) makes a speaker stream: one of the
+a stored speaker (case-folded, as `episodex` matches them: `speaker_keys`,
+`query_speaker_terms`) makes a speaker stream: one of the
 five streams searched again among the named speakers' episodes. Three grids:
 - one speaker stream: which of the five streams, at which weight;
 - two speaker streams: the long dense one with each of the others;
@@ -28,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import recall_replay as rr
 from _common import load_locomo
-from episodex._episodes.model import speaker_terms
+from episodex._episodes.model import query_speaker_terms, speaker_keys
 from episodex._episodes.periods import DATED_SLACK
 from episodex._episodes.store import (
     DEFAULT_CONVERSATION_DIVERSITY,
@@ -49,15 +50,15 @@ class Speakers:
     def __init__(self, lab: Lab) -> None:
         self.lab = lab
         by_dia = {
-            conv.name: {t.dia_id: speaker_terms(t.speaker) for t in conv.turns}
+            conv.name: {t.dia_id: speaker_keys([t.speaker]) for t in conv.turns}
             for conv in load_locomo()
         }
         self.keys = [[set(by_dia[d["name"]][x]) for x in d["dia"]] for d in rr.DATA]
         self._memo: dict[tuple[int, int, str], np.ndarray] = {}
 
     def named(self, ci: int, qi: int) -> np.ndarray:
-        """The episodes whose speaker the question names (by a word, case-folded)."""
-        words = set(speaker_terms(rr.DATA[ci]["questions"][qi]))
+        """The episodes whose speaker the question names (case-folded, as the store matches)."""
+        words = set(query_speaker_terms(rr.DATA[ci]["questions"][qi]))
         return np.array([i for i, keys in enumerate(self.keys[ci]) if keys & words], dtype=int)
 
     def ranking(self, ci: int, qi: int, stream: str) -> np.ndarray:

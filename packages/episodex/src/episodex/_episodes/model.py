@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Annotated, Any, Self
 
@@ -27,7 +27,7 @@ from episodex._common.model import (
     to_utc,
 )
 
-__all__ = ["ConversationEpisode", "payload_to_item", "speaker_terms"]
+__all__ = ["ConversationEpisode", "payload_to_item", "query_speaker_terms", "speaker_keys"]
 
 #: Bumped when the stored payload changes shape.
 SCHEMA_VERSION = 1
@@ -138,7 +138,7 @@ class ConversationEpisode(FrozenModel):
             "flows_activated": list(self.flows_activated),
             "tools_invoked": list(self.tools_invoked),
             "speakers": list(self.speakers),
-            SPEAKER_KEYS: speaker_terms(" ".join(self.speakers)),
+            SPEAKER_KEYS: speaker_keys(self.speakers),
             "timestamp_begin": begin.timestamp(),
             "timestamp_end": end.timestamp(),
             "average_user_sentiment": self.average_user_sentiment,
@@ -154,9 +154,48 @@ class ConversationEpisode(FrozenModel):
 SPEAKER_KEYS = "speaker_keys"
 
 
-def speaker_terms(text: str) -> list[str]:
-    """The distinct words of `text`, case-folded, in order: how speakers and queries meet."""
-    return list(dict.fromkeys(word.casefold() for word in _WORD.findall(text)))
+#: Words that never name a speaker on their own, though they may be part of a name ("The Bot").
+_NOT_NAMES = frozenset(
+    "a an and al at by da de del der di du el for from in la le mr mrs ms dr of on or st the "
+    "to van von with".split()
+)
+#: The longest name, in words, a query is searched for (longer names match by their words).
+_MAX_NAME_WORDS = 3
+
+
+def _words(text: str) -> list[str]:
+    return [word.casefold() for word in _WORD.findall(text)]
+
+
+def speaker_keys(speakers: Iterable[str]) -> list[str]:
+    """How a query can name these speakers (the keys a speaker stream filters on).
+
+    Each whole name, case-folded, its words joined by one space, and each word of a longer
+    name that is not an article, preposition or title.
+    """
+    keys: list[str] = []
+    for name in speakers:
+        words = _words(name)
+        if words:
+            keys.append(" ".join(words))
+        if len(words) > 1:
+            keys.extend(w for w in words if w not in _NOT_NAMES)
+    return list(dict.fromkeys(keys))
+
+
+def query_speaker_terms(query: str, *, limit: int = 192) -> list[str]:
+    """The runs of one to three words of `query`, case-folded (at most `limit`, the first).
+
+    What `speaker_keys` are matched against.
+    """
+    words = _words(query)
+    terms = (
+        " ".join(words[i : i + n])
+        for i in range(len(words))
+        for n in range(1, _MAX_NAME_WORDS + 1)
+        if i + n <= len(words)
+    )
+    return list(dict.fromkeys(terms))[:limit]
 
 
 def payload_to_item(

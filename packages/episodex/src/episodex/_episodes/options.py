@@ -59,10 +59,11 @@ class RecallOptions(TypedDict, total=False):
     speaker_weight: float
     """Fusion weight of the `speaker` stream (default 0.2; 0 turns it off).
 
-    When a word of the query is a word of an episode's `speakers` (case-folded: `Caroline`,
-    `caroline's`, `user`), the long-summary dense stream searches once more among the
-    episodes of the speakers it names, and joins the fusion as `speaker`. Episodes stored
-    without `speakers` are never in it.
+    When the query names one of an episode's `speakers` (case-folded, by the whole name or,
+    for a name of several words, by one of them that is not an article, preposition or title:
+    `Caroline`, `caroline's`, `user`, `Smith` for `Dr. Ann Smith`), the long-summary dense
+    stream searches once more among the episodes of the speakers it names, and joins the
+    fusion as `speaker`. Episodes stored without `speakers` are never in it.
     """
 
     speaker_bm25_weight: float

@@ -52,7 +52,7 @@ from episodex._episodes.model import (
     SPEAKER_KEYS,
     ConversationEpisode,
     payload_to_item,
-    speaker_terms,
+    query_speaker_terms,
 )
 from episodex._episodes.options import INT_MINIMUMS, RecallOptions, check_recall_options
 from episodex._episodes.periods import named_period, period_filter
@@ -81,8 +81,6 @@ DEFAULT_DATED_WEIGHT = 0.3
 #: the previous-conversations list's `conversation_diversity` (chosen the same way).
 DEFAULT_SPEAKER_WEIGHTS = {"speaker": 0.2, "speaker_bm25": 0.1}
 DEFAULT_CONVERSATION_DIVERSITY = 0.03
-#: Most query words a speaker filter lists (a longer query's later words are not matched).
-_MAX_SPEAKER_TERMS = 64
 RecallResult = dict[str, list[dict[str, Any]]]
 #: One episode's vectors while a `memorize_many` holds them: dense rows, sparse (indices, values).
 _Packed = tuple[
@@ -481,7 +479,7 @@ class EpisodeStore:
 
         period = named_period(query) if dated_weight > 0 else None
         weights["dated"] = dated_weight
-        terms = speaker_terms(query)[:_MAX_SPEAKER_TERMS]
+        terms = query_speaker_terms(query)
         streams = self._streams(
             query,
             weights,
