@@ -54,6 +54,8 @@ PAYLOAD_KEYS = {
     "overlap",
     "flows_activated",
     "tools_invoked",
+    "speakers",
+    "speaker_keys",
     "timestamp_begin",
     "timestamp_end",
     "average_user_sentiment",

@@ -151,6 +151,9 @@ class EpisodicConversationMemory(BaseMemory):
         return run_scope(explicit)
 
     def _pick(self, values: Mapping[str, Any], key: str | None, what: str) -> str:
+        return message_text(self._pick_value(values, key, what))
+
+    def _pick_value(self, values: Mapping[str, Any], key: str | None, what: str) -> object:
         if key is None:
             candidates = [k for k in values if k != self.memory_key and k not in _NOT_THE_INPUT]
             if len(candidates) != 1:
@@ -161,7 +164,7 @@ class EpisodicConversationMemory(BaseMemory):
             key = candidates[0]
         if key not in values:
             raise ValidationError(f"the chain {what}s have no {key!r}; they have {sorted(values)}")
-        return message_text(values[key])
+        return values[key]
 
     def _value(self, block: str) -> str | list[BaseMessage]:
         if not self.return_messages:
@@ -192,8 +195,11 @@ class EpisodicConversationMemory(BaseMemory):
 
     async def asave_context(self, inputs: dict[str, Any], outputs: dict[str, str]) -> None:
         """Record the exchange (chain input and output) as an episode (several if very long)."""
-        question = self._pick(inputs, self.input_key, "input")
-        answer = self._pick(outputs, self.output_key, "output")
+        # The values themselves, not their text: a message's `name` is one of the speakers.
+        asked = self._pick_value(inputs, self.input_key, "input")
+        answered = self._pick_value(outputs, self.output_key, "output")
+        question = message_text(asked)
+        message_text(answered)  # unreadable output: the same ValidationError as before
         scope = self._scope()
         assert scope.conversation_id is not None  # _scope always names one
         if not question.strip():
@@ -208,9 +214,10 @@ class EpisodicConversationMemory(BaseMemory):
                 "user_id": scope.user_id,
                 "agent_id": scope.agent_id,
                 "conversation_id": scope.conversation_id,
+                "speakers": list(episode.speakers),
                 "metadata": {"source": "langchain-classic"},
             }
-            for episode in exchange_episodes(question, answer)
+            for episode in exchange_episodes(asked, answered)
         ]
         # The chain calls this after the model answered, so raising would lose the answer;
         # and a write that fails (the store is down) is kept and retried before the next

@@ -175,9 +175,10 @@ async def arecord_exchange(
                 "agent_id": scope.agent_id,
                 "conversation_id": scope.conversation_id,
                 "tools_invoked": tools,
+                "speakers": list(episode.speakers),
                 "metadata": {"source": "langchain-lcel"},
             }
-            for episode in exchange_episodes(message_text(question), message_text(answer), tools)
+            for episode in exchange_episodes(question, answer, tools)
         ]
     )
     return ids[0]

@@ -523,6 +523,7 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
                     "start_index": episode.start_index,
                     "end_index": episode.end_index,
                     "tools_invoked": tools,
+                    "speakers": list(episode.speakers),
                     "metadata": metadata,
                 }
             )

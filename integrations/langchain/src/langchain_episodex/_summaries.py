@@ -3,7 +3,9 @@
 Every path (middleware, classic memory, LCEL) hands its messages to `episodex.span_episodes`
 via `episodex.message_line`, the rule the LlamaIndex adapter uses too: the long summary is
 the exchange itself, one `role: text` line per message, and an exchange too long for one
-episode becomes several, never a truncated one.
+episode becomes several, never a truncated one. A message's `name` (the person or agent who
+wrote it) goes with it, so the episode lists it among its speakers; a tool message's `name`
+is the tool's, never a speaker.
 """
 
 from __future__ import annotations
@@ -13,9 +15,22 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from episodex import LLMCallable, SpanEpisode, ValidationError, message_line, span_episodes
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    FunctionMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 
-__all__ = ["exchange_episodes", "message_text", "reflect_summaries", "run_episodes"]
+__all__ = [
+    "exchange_episodes",
+    "message_text",
+    "reflect_summaries",
+    "run_episodes",
+    "speaker_name",
+]
 
 
 def message_text(value: object) -> str:
@@ -32,15 +47,28 @@ def message_text(value: object) -> str:
     )
 
 
-def _line(message: BaseMessage) -> tuple[str, str]:
+def speaker_name(value: object) -> str | None:
+    """The name of who wrote a message (`BaseMessage.name`), or None.
+
+    A tool or function message's `name` is the tool's, so it is never a speaker; a string or
+    a mapping has no name.
+    """
+    if not isinstance(value, BaseMessage) or isinstance(value, ToolMessage | FunctionMessage):
+        return None
+    name: object = value.name
+    return name if isinstance(name, str) else None
+
+
+def _line(message: BaseMessage) -> tuple[str, str] | tuple[str, str, str]:
+    name = speaker_name(message)
     if isinstance(message, SystemMessage):
         return message_line("system", "", system=True)
     if isinstance(message, HumanMessage):
-        return message_line("user", message_text(message))
+        return message_line("user", message_text(message), name=name)
     if isinstance(message, AIMessage):
         calls = [call["name"] for call in message.tool_calls]
-        return message_line("assistant", message_text(message), tool_calls=calls)
-    return message_line(message.type, message_text(message))
+        return message_line("assistant", message_text(message), tool_calls=calls, name=name)
+    return message_line(message.type, message_text(message), name=name)
 
 
 def run_episodes(messages: Sequence[BaseMessage], *, start_index: int) -> list[SpanEpisode]:
@@ -48,16 +76,29 @@ def run_episodes(messages: Sequence[BaseMessage], *, start_index: int) -> list[S
     return span_episodes([_line(m) for m in messages], start_index=start_index)
 
 
-def exchange_episodes(question: str, answer: str, tools: Sequence[str] = ()) -> list[SpanEpisode]:
+def exchange_episodes(
+    question: object, answer: object, tools: Sequence[str] = ()
+) -> list[SpanEpisode]:
     """The episodes of one question and its answer (and the tools used to answer).
 
+    Args:
+        question: The user's message: a string, a LangChain message (whose `name` is kept as
+            a speaker) or a `{"content": ...}` mapping.
+        answer: The answer, in the same forms.
+        tools: Names of the tools used to answer.
+
     Raises:
-        ValidationError: The question has no text (there is nothing to recall it by).
+        ValidationError: The question has no text (there is nothing to recall it by), or a
+            value has no text to read.
     """
-    if not question.strip():
+    question_text, answer_text = message_text(question), message_text(answer)
+    if not question_text.strip():
         raise ValidationError("nothing to record: the user message has no text")
     return span_episodes(
-        [message_line("user", question), message_line("assistant", answer, tool_calls=tools)]
+        [
+            message_line("user", question_text, name=speaker_name(question)),
+            message_line("assistant", answer_text, tool_calls=tools, name=speaker_name(answer)),
+        ]
     )
 
 

@@ -165,6 +165,9 @@ def _parser() -> argparse.ArgumentParser:
     add.add_argument("--overlap", type=int, help="messages shared with the previous episode")
     add.add_argument("--flow", action="append", help="a flow activated (repeatable)")
     add.add_argument("--tool", action="append", help="a tool invoked (repeatable)")
+    add.add_argument(
+        "--speaker", action="append", help="who spoke, as a question would name them (repeatable)"
+    )
     add.add_argument("--sentiment", type=float, help="average user sentiment in [-1, 1]")
     add.add_argument("--variance", type=float, help="user sentiment variance")
     add.add_argument("--metadata", help="a JSON object")
@@ -292,6 +295,7 @@ def _episode_fields(args: argparse.Namespace) -> dict[str, Any]:
                 ("--overlap", args.overlap),
                 ("--flow", args.flow),
                 ("--tool", args.tool),
+                ("--speaker", args.speaker),
                 ("--sentiment", args.sentiment),
                 ("--variance", args.variance),
                 ("--metadata", args.metadata),
@@ -340,6 +344,7 @@ def _episode_fields(args: argparse.Namespace) -> dict[str, Any]:
         "overlap": 0 if args.overlap is None else args.overlap,
         "flows_activated": args.flow or [],
         "tools_invoked": args.tool or [],
+        "speakers": args.speaker or [],
         "average_user_sentiment": args.sentiment,
         "user_sentiment_variance": args.variance,
         "metadata": metadata,

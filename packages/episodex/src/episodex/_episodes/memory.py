@@ -153,6 +153,7 @@ class EpisodicMemory:
         overlap: int = 0,
         flows_activated: Sequence[str] = (),
         tools_invoked: Sequence[str] = (),
+        speakers: Sequence[str] = (),
         timestamp_begin: datetime | None = None,
         timestamp_end: datetime | None = None,
         average_user_sentiment: float | None = None,
@@ -182,6 +183,7 @@ class EpisodicMemory:
                 "tools_invoked": list(tools_invoked)
                 if isinstance(tools_invoked, tuple)
                 else tools_invoked,
+                "speakers": list(speakers) if isinstance(speakers, tuple) else speakers,
                 "timestamp_begin": timestamp_begin,
                 "timestamp_end": timestamp_end,
                 "average_user_sentiment": average_user_sentiment,

@@ -4,16 +4,20 @@ A framework hands over messages (a LlamaIndex flush, a LangChain run); each beco
 `role: text` line of the long summary, and the user's words, condensed, the short summary. A
 span too long for one episode becomes several consecutive episodes, split between messages,
 and a single message longer than that is split into parts of its own: the store gets every
-character, never a truncated summary.
+character, never a truncated summary. Each episode also lists who spoke in it (each
+message's role and, when the framework gives one, the speaker's name), so a recall that
+names a speaker ("what did Caroline say") searches their episodes again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import overload
 
 from episodex._common.errors import ValidationError
-from episodex._common.validation import require_int
+from episodex._common.validation import id_problem, require_int
+from episodex._episodes.model import MAX_SPEAKERS
 
 __all__ = ["MAX_EPISODE_CHARS", "SpanEpisode", "message_line", "span_episodes"]
 
@@ -33,11 +37,42 @@ class SpanEpisode:
     """For one message split into several episodes: which part (from 1); else None."""
     parts: int | None = None
     """For one message split into several episodes: how many parts."""
+    speakers: tuple[str, ...] = ()
+    """Who spoke in the episode, in order of first appearance: each message's role, then its
+    speaker's name when it has one (`("user", "Caroline", "assistant")`); for
+    `ConversationEpisode.speakers`. Messages with blank text (skipped) add no speaker."""
+
+
+@overload
+def message_line(
+    role: str,
+    text: str,
+    *,
+    tool_calls: Sequence[str] = (),
+    system: bool = False,
+    name: None = None,
+) -> tuple[str, str]: ...
+
+
+@overload
+def message_line(
+    role: str,
+    text: str,
+    *,
+    tool_calls: Sequence[str] = (),
+    system: bool = False,
+    name: str | None,
+) -> tuple[str, str] | tuple[str, str, str]: ...
 
 
 def message_line(
-    role: str, text: str, *, tool_calls: Sequence[str] = (), system: bool = False
-) -> tuple[str, str]:
+    role: str,
+    text: str,
+    *,
+    tool_calls: Sequence[str] = (),
+    system: bool = False,
+    name: str | None = None,
+) -> tuple[str, str] | tuple[str, str, str]:
     """One framework message as the `(role, text)` pair `span_episodes` takes.
 
     Every adapter turns its messages into pairs with this, so a LangChain run and a
@@ -45,20 +80,37 @@ def message_line(
     message makes are kept as a `[called a, b]` line; a system prompt becomes blank (it is
     the application's, not the conversation's, and is skipped while its index still counts).
 
+    A speaker's `name` (LangChain's `BaseMessage.name`, LlamaIndex's
+    `additional_kwargs["name"]`) makes a `(role, text, name)` triple, so the episode lists it
+    among its speakers. The name is the framework's data, often typed by a person: its
+    whitespace is collapsed to single spaces, and a name that is then blank or longer than an
+    id may be (512 characters) is left out, so an odd name never costs a turn its episode.
+
     Args:
         role: `user`, `assistant`, `tool`, ... (the framework's role name).
         text: The message's text.
         tool_calls: Names of the tools the message calls.
         system: The message is a system prompt.
+        name: The name of the person or agent who wrote the message; never a tool's name.
+
+    Raises:
+        ValidationError: The role is not one line of text, the text not a string, or the
+            name neither None nor a string.
     """
     _check_pair("message", role, text)
+    if name is not None and not isinstance(name, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ValidationError(f"message: name must be a string or None, got {name!r:.80}")
     if system:
         return role, ""
     text = text.strip()
     if tool_calls:
         # A tool name is the model's text: a line break in one would start a forged line.
-        names = (" ".join(str(name).split()) for name in tool_calls)
-        text = (text + "\n" if text else "") + "[called " + ", ".join(names) + "]"
+        tools = (" ".join(str(tool).split()) for tool in tool_calls)
+        text = (text + "\n" if text else "") + "[called " + ", ".join(tools) + "]"
+    if name is not None:
+        name = " ".join(name.split())
+        if id_problem(name) is None:
+            return role, text, name
     return role, text
 
 
@@ -70,8 +122,26 @@ def _check_pair(where: str, role: object, text: object) -> None:
         raise ValidationError(
             f"{where}: role must be one line without surrounding spaces, got {role!r}"
         )
+    problem = id_problem(role)
+    if problem is not None:
+        # The role is one of the episode's speakers, which the store keeps as ids.
+        raise ValidationError(f"{where}: role {problem}")
     if not isinstance(text, str):
         raise ValidationError(f"{where}: text must be a string, got {type(text).__name__}")
+
+
+def _check_name(where: str, name: object) -> str | None:
+    if name is None:
+        return None
+    if not isinstance(name, str) or len(name.splitlines()) != 1 or name != name.strip():
+        raise ValidationError(
+            f"{where}: name must be None or one line without surrounding spaces, got "
+            f"{name!r:.80} (message_line collapses a name's whitespace)"
+        )
+    problem = id_problem(name)
+    if problem is not None:
+        raise ValidationError(f"{where}: name {problem}")
+    return name
 
 
 #: Characters of a part header besides the role (` (part 12345/12345): `), counted generously.
@@ -101,7 +171,7 @@ def _pieces(text: str, size: int) -> list[str]:
 
 
 def span_episodes(
-    messages: Sequence[tuple[str, str]],
+    messages: Sequence[tuple[str, str] | tuple[str, str, str | None]],
     *,
     start_index: int = 0,
     max_chars: int = MAX_EPISODE_CHARS,
@@ -109,9 +179,15 @@ def span_episodes(
 ) -> list[SpanEpisode]:
     """Episodes covering every message of a span, in order, none longer than `max_chars`.
 
+    Each episode lists its speakers: the role of each of its messages and, for a
+    `(role, text, name)` triple, the name, in order of first appearance. An episode lists at
+    most 64 speakers (what `ConversationEpisode.speakers` holds): a span with more starts a
+    new episode, between messages, rather than leave one out.
+
     Args:
-        messages: `(role, text)` pairs in conversation order; pairs with blank text are
-            skipped (their index still counts).
+        messages: `(role, text)` pairs or `(role, text, name)` triples (`message_line` makes
+            them) in conversation order; those with blank text are skipped (their index
+            still counts). A name is None or one line of text, as an id.
         start_index: The conversation index of the first message.
         max_chars: Longest long summary of one episode.
         short_chars: Longest short summary (the user's words, condensed; the assistant's when
@@ -119,16 +195,24 @@ def span_episodes(
 
     Returns:
         The episodes, whose long summaries joined by newlines hold every line of the span.
+
+    Raises:
+        ValidationError: A message is not such a pair or triple, or its role, text or name
+            is not valid; raised before any episode is made.
     """
     start_index = require_int("start_index", start_index)
     max_chars = require_int("max_chars", max_chars, minimum=100)
     short_chars = require_int("short_chars", short_chars, minimum=20)
-    lines: list[tuple[int, str, str]] = []
-    for offset, pair in enumerate(messages):
-        if not isinstance(pair, tuple) or len(pair) != 2:  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ValidationError(f"message {offset}: expected a (role, text) pair, got {pair!r}")
-        role, text = pair
+    lines: list[_Line] = []
+    for offset, message in enumerate(messages):
+        if not isinstance(message, tuple) or len(message) not in (2, 3):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValidationError(
+                f"message {offset}: expected a (role, text) pair or a (role, text, name) "
+                f"triple, got {message!r:.200}"
+            )
+        role, text = message[0], message[1]
         _check_pair(f"message {offset}", role, text)
+        name = _check_name(f"message {offset}", message[2] if len(message) == 3 else None)
         # A part header must leave room for at least half an episode of the message, or the
         # splitter would cut empty pieces forever.
         if len(role) > max_chars // 2 - _PART_HEADER_CHARS:
@@ -137,18 +221,21 @@ def span_episodes(
                 f"it may have at most {max(0, max_chars // 2 - _PART_HEADER_CHARS)}"
             )
         if text.strip():
-            lines.append((start_index + offset, role, text.strip()))
+            who = (role,) if name is None or name == role else (role, name)
+            lines.append(_Line(start_index + offset, role, text.strip(), who))
     episodes: list[SpanEpisode] = []
-    group: list[tuple[int, str, str]] = []
+    group: list[_Line] = []
     size = 0
+    heard: dict[str, None] = {}  # the group's speakers, in order of first appearance
 
     def close() -> None:
-        nonlocal group, size
+        nonlocal group, size, heard
         if group:
-            episodes.append(_episode(group, short_chars))
-        group, size = [], 0
+            episodes.append(_episode(group, tuple(heard), short_chars))
+        group, size, heard = [], 0, {}
 
-    for index, role, text in lines:
+    for entry in lines:
+        index, role, text = entry.index, entry.role, entry.text
         line = f"{role}: {text}"
         if len(line) > max_chars:
             close()
@@ -160,19 +247,41 @@ def span_episodes(
                 # an empty short summary would have the store refuse that part alone.
                 short = _condense(piece, short_chars) or _condense(text, short_chars)
                 episodes.append(
-                    SpanEpisode(short, long, index, index, part=number, parts=len(pieces))
+                    SpanEpisode(
+                        short,
+                        long,
+                        index,
+                        index,
+                        part=number,
+                        parts=len(pieces),
+                        speakers=entry.speakers,
+                    )
                 )
             continue
-        if size + len(line) + 1 > max_chars:
+        new = [speaker for speaker in entry.speakers if speaker not in heard]
+        # Too many speakers for one stored episode: the next one starts here, between
+        # messages, so none is left out of the list a speaker's recall filters on.
+        if size + len(line) + 1 > max_chars or len(heard) + len(new) > MAX_SPEAKERS:
             close()
-        group.append((index, role, line))
+        group.append(_Line(index, role, line, entry.speakers))
+        heard.update(dict.fromkeys(entry.speakers))
         size += len(line) + 1
     close()
     return episodes
 
 
-def _episode(group: list[tuple[int, str, str]], short_chars: int) -> SpanEpisode:
-    long = "\n".join(line for _, _, line in group)
-    said = [line.split(": ", 1)[1] for _, role, line in group if role == "user"]
-    short = _condense(" / ".join(said) if said else group[0][2], short_chars)
-    return SpanEpisode(short, long, group[0][0], group[-1][0])
+@dataclass(frozen=True, slots=True)
+class _Line:
+    """One message with text: its conversation index, role, text (or line) and speakers."""
+
+    index: int
+    role: str
+    text: str
+    speakers: tuple[str, ...]
+
+
+def _episode(group: list[_Line], speakers: tuple[str, ...], short_chars: int) -> SpanEpisode:
+    long = "\n".join(entry.text for entry in group)
+    said = [entry.text.split(": ", 1)[1] for entry in group if entry.role == "user"]
+    short = _condense(" / ".join(said) if said else group[0].text, short_chars)
+    return SpanEpisode(short, long, group[0].index, group[-1].index, speakers=speakers)

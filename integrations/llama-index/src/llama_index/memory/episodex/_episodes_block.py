@@ -463,6 +463,7 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
                     "start_index": episode.start_index,
                     "end_index": episode.end_index,
                     "tools_invoked": tools,
+                    "speakers": list(episode.speakers),
                     "metadata": (
                         {"source": "llama_index"}
                         if episode.part is None

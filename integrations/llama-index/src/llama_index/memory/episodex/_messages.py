@@ -8,7 +8,14 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock
 
 from episodex import message_line
 
-__all__ = ["latest_user_text", "message_lines", "message_text", "session_of", "tools_called"]
+__all__ = [
+    "latest_user_text",
+    "message_lines",
+    "message_text",
+    "session_of",
+    "speaker_name",
+    "tools_called",
+]
 
 
 def message_text(message: ChatMessage) -> str:
@@ -40,8 +47,26 @@ def tools_called(messages: Sequence[ChatMessage]) -> list[str]:
     return names
 
 
-def message_lines(messages: Sequence[ChatMessage]) -> list[tuple[str, str]]:
-    """`(role, text)` per message, index for index, by the core's `message_line` rule."""
+def speaker_name(message: ChatMessage) -> str | None:
+    """Who wrote a message, from `additional_kwargs["name"]`, or None.
+
+    LlamaIndex's OpenAI-style LLMs send `additional_kwargs` as fields of the message, so
+    `name` there is the participant's name; on a tool or function message it is the tool's,
+    never a speaker.
+    """
+    if message.role in (MessageRole.TOOL, MessageRole.FUNCTION):
+        return None
+    name = message.additional_kwargs.get("name")
+    return name if isinstance(name, str) else None
+
+
+def message_lines(
+    messages: Sequence[ChatMessage],
+) -> list[tuple[str, str] | tuple[str, str, str]]:
+    """`(role, text)` per message, index for index, by the core's `message_line` rule.
+
+    A message that names its speaker (`speaker_name`) gives `(role, text, name)`.
+    """
     return [
         message_line(
             message.role.value,
@@ -50,6 +75,7 @@ def message_lines(messages: Sequence[ChatMessage]) -> list[tuple[str, str]]:
             if message.role == MessageRole.ASSISTANT
             else (),
             system=message.role == MessageRole.SYSTEM,
+            name=speaker_name(message),
         )
         for message in messages
     ]
