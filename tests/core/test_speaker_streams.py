@@ -1,8 +1,8 @@
 """The `speaker` and `speaker_bm25` streams: a query naming a speaker searches their episodes.
 
-`ConversationEpisode.speakers` is stored as given and, case-folded word by word, in an indexed
-field the speaker streams filter on. A recall whose query shares a word with an episode's
-speakers runs the long dense search (`speaker`) and the BM25 search (`speaker_bm25`) again
+`ConversationEpisode.speakers` is stored as given and, case-folded (each whole name, and each
+word of a longer name that is not an article, preposition or title), in an indexed field the
+speaker streams filter on. A recall whose query names one of an episode's speakers runs the long dense search (`speaker`) and the BM25 search (`speaker_bm25`) again
 among those episodes, always within the same user and agent, and reports them in `streams`.
 The indexed field is derived, so no item, read or export ever shows it.
 """
