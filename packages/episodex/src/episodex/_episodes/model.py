@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Annotated, Any, Self
@@ -164,7 +165,12 @@ _MAX_NAME_WORDS = 3
 
 
 def _words(text: str) -> list[str]:
-    return [word.casefold() for word in _WORD.findall(text)]
+    """The words of `text`, case-folded: how speakers and queries meet."""
+    # Normalised first: a decomposed "José" (e, then a combining accent) would otherwise
+    # lose its accent, which is no word character, and never meet the composed one. Case
+    # folding can undo the normalisation of a few letters, hence the second pass.
+    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+    return _WORD.findall(folded)
 
 
 def speaker_keys(speakers: Iterable[str]) -> list[str]:
