@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -555,9 +556,15 @@ class EdgeEngine:
                     release_pages(folder, keep=(_INT8_FILE,))
                 else:
                     release_pages(folder / _WAL)
-                self._add_missing_indexes(
-                    shard, spec, folder, quantized=bool(stored.get(_QUANTIZED))
-                )
+                try:
+                    self._add_missing_indexes(
+                        shard, spec, folder, quantized=bool(stored.get(_QUANTIZED))
+                    )
+                except BaseException:
+                    # Not kept open: a retry in this process must be able to load it again.
+                    with contextlib.suppress(Exception):
+                        shard.close()
+                    raise
                 self._shards[spec.name] = shard
                 self._keys[spec.name] = _KEYERS[stored["edge_point_ids"]]
                 return stored

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -44,6 +45,8 @@ except ImportError as exc:
     ) from exc
 
 __all__ = ["QdrantClientEngine"]
+
+_log = logging.getLogger("episodex")
 
 
 def _create_alias(alias: str, collection: str) -> Any:
@@ -251,9 +254,20 @@ class QdrantClientEngine:
                     # A store made by an older release lacks the indexes newer filters use.
                     for key in spec.keywords:
                         if key not in (info.payload_schema or {}):
-                            self._client.create_payload_index(
-                                name, key, models.PayloadSchemaType.KEYWORD
-                            )
+                            try:
+                                self._client.create_payload_index(
+                                    name, key, models.PayloadSchemaType.KEYWORD
+                                )
+                            except UnexpectedResponse as exc:
+                                # A read-only key opens the store as before: filters on the
+                                # key still work, reading each candidate's payload.
+                                _log.warning(
+                                    "could not index %r of collection %r (%s); filters on it "
+                                    "read payloads instead",
+                                    key,
+                                    name,
+                                    exc.status_code,
+                                )
                 return dict(info.config.metadata or {})
             switched = self._finish_switch(spec.name)
             if switched is not None:
