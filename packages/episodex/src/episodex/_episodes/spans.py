@@ -117,15 +117,8 @@ def message_line(
 def _check_pair(where: str, role: object, text: object) -> None:
     if not isinstance(role, str) or not role.strip():
         raise ValidationError(f"{where}: role must be a non-blank string, got {role!r}")
-    if len(role.splitlines()) != 1 or role != role.strip():
-        # `role: text` starts a line of the long summary; a break would start a forged one.
-        raise ValidationError(
-            f"{where}: role must be one line without surrounding spaces, got {role!r}"
-        )
-    problem = id_problem(role)
-    if problem is not None:
-        # The role is one of the episode's speakers, which the store keeps as ids.
-        raise ValidationError(f"{where}: role {problem}")
+    # `role: text` starts a line of the long summary; a break would start a forged one.
+    _check_line_id(where, "role", role)
     if not isinstance(text, str):
         raise ValidationError(f"{where}: text must be a string, got {type(text).__name__}")
 
@@ -133,15 +126,24 @@ def _check_pair(where: str, role: object, text: object) -> None:
 def _check_name(where: str, name: object) -> str | None:
     if name is None:
         return None
-    if not isinstance(name, str) or len(name.splitlines()) != 1 or name != name.strip():
-        raise ValidationError(
-            f"{where}: name must be None or one line without surrounding spaces, got "
-            f"{name!r:.80} (message_line collapses a name's whitespace)"
-        )
-    problem = id_problem(name)
-    if problem is not None:
-        raise ValidationError(f"{where}: name {problem}")
+    if not isinstance(name, str):
+        raise ValidationError(f"{where}: name must be None or a string, got {name!r:.80}")
+    _check_line_id(where, "name", name, hint=" (message_line collapses a name's whitespace)")
     return name
+
+
+def _check_line_id(where: str, what: str, value: str, *, hint: str = "") -> None:
+    """A role or a name must be one line without surrounding spaces, and a valid id.
+
+    Both are stored among the episode's speakers, which the store keeps as ids.
+    """
+    if len(value.splitlines()) != 1 or value != value.strip():
+        raise ValidationError(
+            f"{where}: {what} must be one line without surrounding spaces, got {value!r:.80}{hint}"
+        )
+    problem = id_problem(value)
+    if problem is not None:
+        raise ValidationError(f"{where}: {what} {problem}")
 
 
 #: Characters of a part header besides the role (` (part 12345/12345): `), counted generously.

@@ -449,14 +449,6 @@ class EpisodeStore:
         k = _int_option(options, "rrf_k", DEFAULT_RRF_K)
         with_stream_ranks = options.get("with_stream_ranks", True)
         weights = self._weights(options)
-        dated_weight = require_weight(
-            "dated_weight", options.get("dated_weight", DEFAULT_DATED_WEIGHT)
-        )
-        for name, default in DEFAULT_SPEAKER_WEIGHTS.items():
-            weights[name] = require_weight(
-                f"{name}_weight",
-                options.get(f"{name}_weight", default),  # type: ignore[misc]
-            )
         diversity = require_share(
             "conversation_diversity",
             options.get("conversation_diversity", DEFAULT_CONVERSATION_DIVERSITY),
@@ -477,9 +469,9 @@ class EpisodeStore:
         if not sides:
             return result
 
-        period = named_period(query) if dated_weight > 0 else None
-        weights["dated"] = dated_weight
-        terms = query_speaker_terms(query)
+        period = named_period(query) if weights["dated"] > 0 else None
+        # The speaker filter lists the query's word runs; no speaker stream, no list.
+        terms = query_speaker_terms(query) if weights["speaker"] or weights["speaker_bm25"] else []
         streams = self._streams(
             query,
             weights,
@@ -535,6 +527,13 @@ class EpisodeStore:
         if not any(weights.values()):
             names = ", ".join(f"{s}_weight" for s in self.streams)
             raise ValidationError(f"{names} are all 0: give at least one a weight > 0")
+        # The streams that join only when the query names a period or a speaker.
+        extra = {"dated": DEFAULT_DATED_WEIGHT, **DEFAULT_SPEAKER_WEIGHTS}
+        for name, default in extra.items():
+            weights[name] = require_weight(
+                f"{name}_weight",
+                options.get(f"{name}_weight", default),  # type: ignore[misc]
+            )
         return weights
 
     @staticmethod
@@ -561,8 +560,9 @@ class EpisodeStore:
         """The query's streams, with `dated`, `speaker` and `speaker_bm25` when they apply.
 
         `dated` is the short dense search within `period`; `speaker` and `speaker_bm25` are the
-        long dense and the BM25 searches among `speakers`' episodes. `period` is given only when the query names one and `dated_weight` is above 0;
-        `speakers` whenever the query has a word (a speaker stream of weight 0 is left out).
+        long dense and the BM25 searches among `speakers`' episodes. `period` is given only when
+        the query names one and `dated_weight` is above 0; `speakers` when the query has a word
+        and a speaker weight is above 0 (a speaker stream of weight 0 is left out).
         """
         speaker = speakers is not None and weights["speaker"] > 0
         speaker_bm25 = speakers is not None and weights["speaker_bm25"] > 0
