@@ -12,8 +12,9 @@ shared machine falls on both alike. Before each side's block it waits `--settle-
 onnxruntime's threads busy-wait on every core for a while after a run, and without the wait
 they slow down whichever side runs next.
 In paced modes the worker idles N ms before each recall, as an agent does between turns.
-Timed: `await EpisodicMemory.recall(...)` end to end, with a conversation id (both sides:
-same-conversation and previous-conversation matches), after `--warmup` untimed recalls.
+Timed: `await EpisodicMemory.recall(...)` end to end (or, with `--call recall_block`, the prompt
+block the adapters ask for), with a conversation id (both sides: same-conversation and
+previous-conversation matches), after `--warmup` untimed recalls.
 Writes `results/recall_ab.md` and `.json`.
 """
 
@@ -35,8 +36,9 @@ WORKER = r"""
 import asyncio, json, sys, time
 from episodex import EpisodicMemory
 
-async def main(path):
+async def main(path, call):
     mem = EpisodicMemory(path=path)
+    recall = getattr(mem, call)
     print("ready", flush=True)
     for line in sys.stdin:
         job = json.loads(line)
@@ -45,12 +47,12 @@ async def main(path):
             if job["gap"]:
                 time.sleep(job["gap"])
             t = time.perf_counter()
-            await mem.recall(**kw)
+            await recall(**kw)
             out.append((time.perf_counter() - t) * 1000)
         print(json.dumps(out), flush=True)
     mem.close()
 
-asyncio.run(main(sys.argv[1]))
+asyncio.run(main(sys.argv[1], sys.argv[2]))
 """
 
 USERS = 100
@@ -61,11 +63,11 @@ AGENT = "bench"
 class Side:
     """One checkout's interpreter serving recalls over a pipe."""
 
-    def __init__(self, name: str, python: str, store: str) -> None:
+    def __init__(self, name: str, python: str, store: str, call: str = "recall") -> None:
         self.name = name
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         self.proc = subprocess.Popen(
-            [python, "-c", WORKER, store],
+            [python, "-c", WORKER, store, call],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -116,6 +118,12 @@ def main() -> None:
     ap.add_argument(
         "--settle-ms", type=float, default=200.0, help="idle before a side's turn starts"
     )
+    ap.add_argument(
+        "--call",
+        choices=("recall", "recall_block"),
+        default="recall",
+        help="what each recall calls: `recall`, or `recall_block` (the prompt block the adapters use)",
+    )
     ap.add_argument("--out", default=str(RESULTS / "recall_ab"))
     args = ap.parse_args()
 
@@ -134,8 +142,8 @@ def main() -> None:
     modes = ["back_to_back", *(f"paced_{g:g}ms" for g in args.gaps_ms)]
     for mode in modes:
         sides = [
-            Side("before", args.before_python, args.before_store),
-            Side("after", args.after_python, args.after_store),
+            Side("before", args.before_python, args.before_store, args.call),
+            Side("after", args.after_python, args.after_store, args.call),
         ]
         gap = 0.0 if mode == "back_to_back" else float(mode[6:-2]) / 1000
         try:
@@ -184,6 +192,7 @@ def main() -> None:
     lines = [
         "# Recall latency, before vs after, one interleaved run (100k episodes, Qdrant Edge)",
         "",
+        f"Timed: `await EpisodicMemory.{args.call}(...)`. "
         f"Load average {load[0]:.2f} at start, {load[1]:.2f} at end; {args.queries} timed "
         f"queries per side and mode after {args.warmup} warm-up. back_to_back: blocks of "
         f"{args.block} recalls, sides alternating after {args.settle_ms:g} ms idle; paced_N: the "

@@ -27,8 +27,14 @@ _PREVIOUS, _SAME = 10, 5
 def recall_retriever(
     memory: EpisodicMemory, scope: MemoryScope, options: Mapping[str, Any]
 ) -> tuple[EpisodicRetriever, dict[str, Any]]:
-    """A retriever for `scope` returning everything `recall` would, and the call's options."""
+    """A retriever for `scope` returning what `recall` would, and the call's options.
+
+    The documents carry no `streams` unless `options` asks for `with_stream_ranks`.
+    """
     options = dict(options)
+    # A prompt block never shows which streams found an episode: unless asked for, the recall
+    # skips the id-only searches behind `streams` (same episodes, same order, less time).
+    options.setdefault("with_stream_ranks", False)
     options.setdefault("previous_conversation_limit", _PREVIOUS)
     options.setdefault("same_conversation_limit", _SAME)
     if scope.conversation_id is None:

@@ -209,13 +209,18 @@ class EpisodicMemory:
         encoding: str | TokenCounter = DEFAULT_ENCODING,
         **options: Unpack[RecallOptions],
     ) -> str:
-        """Recall and render the `<recalled_episodes>` prompt block (`""` when nothing matched)."""
+        """Recall and render the `<recalled_episodes>` prompt block (`""` when nothing matched).
+
+        The block never shows which streams found an episode, so unless `with_stream_ranks`
+        is given the recall skips the id-only searches behind them (the same episodes, in the
+        same order, for less time).
+        """
         result = await self.recall(
             user_id=user_id,
             agent_id=agent_id,
             query=query,
             conversation_id=conversation_id,
-            **options,
+            **{"with_stream_ranks": False, **options},
         )
         return format_recall(result, max_tokens=max_tokens, encoding=encoding)
 

@@ -107,7 +107,9 @@ class RecallOptions(TypedDict, total=False):
     with_stream_ranks: bool
     """Add `streams` (each stream's rank and score) to every item (default True).
 
-    False skips the id-only stream searches that produce it, for the lowest latency.
+    False skips the id-only stream searches that produce it, for the lowest latency; the items
+    and their order are the same. `recall_block` and the adapters' prompt blocks, which never
+    show `streams`, default to False.
     """
 
 

@@ -239,6 +239,8 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
         options: dict[str, Any] = {
             "previous_conversation_limit": self.previous_conversation_limit,
             "same_conversation_limit": self.same_conversation_limit,
+            # The block never shows which streams found an episode: skip the searches behind it.
+            "with_stream_ranks": False,
             **self.recall_options,
         }
         if conversation is not None:

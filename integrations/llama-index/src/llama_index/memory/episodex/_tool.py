@@ -100,6 +100,8 @@ def create_memory_search_tool(
     options: dict[str, Any] = {
         "previous_conversation_limit": limit,
         "same_conversation_limit": limit if conversation is not None else 0,
+        # The tool answers with a prompt block, which never shows which streams found an episode.
+        "with_stream_ranks": False,
         **check_recall_options(recall_options or {}),
     }
 
