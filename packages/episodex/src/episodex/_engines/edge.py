@@ -477,6 +477,11 @@ class EdgeEngine:
         return "edge"
 
     @property
+    def storage_scope(self) -> object:
+        """What every handle on this folder shares: stores on it share write locks (`locks.py`)."""
+        return self._open
+
+    @property
     def root(self) -> Path:
         """The store folder."""
         return self._root

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, TypeVar
@@ -147,6 +148,23 @@ def _hit(point: Any) -> Hit:
     )
 
 
+class _ServerScope:
+    """One server address and collection prefix, shared by this process's engines on it."""
+
+
+_scopes: weakref.WeakValueDictionary[tuple[str, str], _ServerScope] = weakref.WeakValueDictionary()
+_scopes_lock = threading.Lock()
+
+
+def _server_scope(url: str, prefix: str) -> _ServerScope:
+    key = (url.rstrip("/").lower(), prefix)
+    with _scopes_lock:
+        scope = _scopes.get(key)
+        if scope is None:
+            scope = _scopes[key] = _ServerScope()
+        return scope
+
+
 def _transient(exc: Exception) -> bool:
     if isinstance(exc, ResponseHandlingException):
         return True  # connection refused, timeouts: raised before any answer
@@ -202,6 +220,8 @@ class QdrantClientEngine:
             self._client = QdrantClient(location=location, **kwargs)
             self._kind = "memory"
         self._prefix = prefix
+        # Engines of one process on the same server and prefix share write locks (`locks.py`).
+        self._scope: object | None = _server_scope(url, prefix) if url else None
         self._retries = retries
         self._backoff = backoff
         # Local mode keeps plain Python dicts: one caller at a time. The HTTP client is safe.
@@ -214,6 +234,11 @@ class QdrantClientEngine:
     def kind(self) -> str:
         """`server` or `memory`."""
         return self._kind
+
+    @property
+    def storage_scope(self) -> object:
+        """The server and prefix this engine writes to (local mode: this engine alone)."""
+        return self._scope or self
 
     @property
     def client(self) -> QdrantClient:

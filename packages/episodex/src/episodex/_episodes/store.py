@@ -10,7 +10,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, Unpack
+from typing import Any, Unpack, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -25,13 +25,14 @@ from episodex._common.helpers import both
 from episodex._common.validation import require_id, require_int, require_share, require_weight
 from episodex._embedders.base import Embedder, embed_documents, embed_query
 from episodex._embedders.splade import SpladeEncoder
-from episodex._engines.base import Engine
+from episodex._engines.base import Engine, ReindexableEngine
 from episodex._engines.collection import (
     delete_counted,
     foreign_claims,
     open_collection,
     tenant_filter,
 )
+from episodex._engines.locks import write_lock
 from episodex._engines.plan import (
     CollectionSpec,
     Filter,
@@ -161,22 +162,54 @@ class EpisodeStore:
             stored = engine.ensure_collection(spec)
         #: The model id the collection was built with.
         self.stored_embedder: str = str(stored.get("embedder", embedder.model_id))
-        self._write_lock = threading.Lock()
+        # Shared with every other store on this storage and collection in this process.
+        self._write_lock = write_lock(engine, self.collection)
         #: The store serving this collection after a re-index switched it (set under the write
         #: lock): writes that were waiting for the lock go to it, embedded by its models.
         self.successor: EpisodeStore | None = None
         #: Set by a re-index (under the write lock) just before it switches the collection to
         #: vectors of other models: a recall that ran meanwhile asks `successor` again.
         self.retired = False
+        # Which collection serves this one now: another memory on the same store may re-index
+        # it, and this store's models would no longer be the collection's. Checked before every
+        # write (under the write lock the re-index holds too) and, where it is only a lookup
+        # (Qdrant Edge), before every recall.
+        self._generation = (
+            engine.generation(collection) if isinstance(engine, ReindexableEngine) else None
+        )
+        self._cheap_generation = getattr(engine, "kind", None) == "edge"
 
     @property
-    def write_lock(self) -> threading.Lock:
-        """Held while this store writes, forgets, or switches a re-index."""
+    def write_lock(self) -> threading.RLock:
+        """Held while this store writes, forgets, or switches a re-index.
+
+        Every store on the same storage and collection in this process holds the same lock
+        (`episodex._engines.locks.write_lock`).
+        """
         return self._write_lock
 
     def _require_vectors(self) -> None:
         if self.mismatch is not None:
             raise EmbedderMismatchError(self.mismatch)
+        if self._cheap_generation:
+            self._require_current()
+
+    def _require_current(self) -> None:
+        """Refuse to embed for a collection another memory has re-indexed since this opened it.
+
+        Its vectors may come from other models now (or other streams): a query or an episode
+        embedded with this store's models would be compared with them, silently. This store's
+        own re-index hands its calls on to `successor` instead.
+        """
+        if self._generation is None or self.retired or self.successor is not None:
+            return
+        engine = cast(ReindexableEngine, self.engine)
+        if engine.generation(self.collection) != self._generation:
+            raise EmbedderMismatchError(
+                f"the episode collection {self.collection!r} was re-indexed by another memory "
+                "on the same store since this one was opened, and may hold vectors of other "
+                "models now; close this memory and open the store again"
+            )
 
     # -- writing -------------------------------------------------------------------------
 
@@ -285,6 +318,7 @@ class EpisodeStore:
             if self.successor is not None:
                 # Re-indexed while this call embedded: the collection is the new store's now.
                 return self.successor.write_all(parsed, batch_size=batch_size)
+            self._require_current()  # re-indexed by another memory: refused, nothing written
             if explicit:
                 # Checking owners and writing must not interleave with another writer
                 # claiming the same id for someone else. (Checked here only: every write of

@@ -8,7 +8,6 @@ engine, under the same tenant, namespace and value filters as every other read.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -23,6 +22,7 @@ from episodex._engines.collection import (
     tenant_filter,
     tombstone,
 )
+from episodex._engines.locks import write_lock
 from episodex._engines.plan import CollectionSpec, Filter, Fused, HasId, Point, Stream
 from episodex._engines.sparse import Bm25Encoder
 from episodex._items.filters import namespace_matches, prefix_filter, value_filter
@@ -104,7 +104,8 @@ class ItemStore:
             bm25=self.bm25.config,
         )
         # Reading the stored creation times and writing must not interleave with another put.
-        self._write_lock = threading.Lock()
+        # Shared with every other store on this storage and collection in this process.
+        self._write_lock = write_lock(engine, collection)
 
     # -- writing -------------------------------------------------------------------------
 

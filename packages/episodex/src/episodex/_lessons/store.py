@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -17,6 +16,7 @@ from episodex._engines.collection import (
     open_collection,
     tenant_filter,
 )
+from episodex._engines.locks import write_lock
 from episodex._engines.plan import CollectionSpec, Filter, Match, Point
 from episodex._lessons.model import LESSONS_SCHEMA_VERSION, StepMemory
 
@@ -62,7 +62,8 @@ class LessonStore:
             schema=LESSONS_SCHEMA_VERSION,
             where=f"the step-lesson collection {collection!r}",
         )
-        self._write_lock = threading.Lock()
+        # Shared with every other store on this storage and collection in this process.
+        self._write_lock = write_lock(engine, collection)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:

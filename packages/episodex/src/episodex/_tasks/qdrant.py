@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
-import threading
 from collections.abc import Mapping
 from typing import Any, Unpack
 
@@ -26,6 +25,7 @@ from episodex._engines.collection import (
     tombstone,
 )
 from episodex._engines.factory import EngineOptions, check_engine_options, open_engine
+from episodex._engines.locks import write_lock
 from episodex._engines.plan import (
     CollectionSpec,
     Condition,
@@ -182,7 +182,8 @@ class QdrantTaskStore(BaseMemoryStore):
             if self._owns_engine:
                 engine.close()
             raise
-        self._write_lock = threading.Lock()
+        # Shared with every other store on this storage and collection in this process.
+        self._write_lock = write_lock(engine, collection)
 
     # -- synchronous core ----------------------------------------------------------------
 
