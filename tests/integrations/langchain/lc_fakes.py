@@ -1,7 +1,9 @@
-"""A fake chat model that remembers what it was sent (the only fake in these tests)."""
+"""A fake chat model that remembers what it was sent (the only fake in these tests), and a seed."""
 
 from __future__ import annotations
 
+import asyncio
+import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -80,3 +82,18 @@ class EchoChatModel(FakeMessagesListChatModel):
 def sent_text(messages: list[BaseMessage]) -> str:
     """Everything in one model call, as one string."""
     return "\n".join(str(m.text) for m in messages)
+
+
+def seeded_user(memory: Any, agent_id: str) -> str:
+    """A new user with one earlier episode: "The user prefers trains to planes."."""
+    user = f"seeded-{uuid.uuid4().hex}"
+    asyncio.run(
+        memory.memorize(
+            short_summary="The user prefers trains to planes.",
+            long_summary="user: I prefer trains to planes.",
+            user_id=user,
+            agent_id=agent_id,
+            conversation_id="earlier",
+        )
+    )
+    return user

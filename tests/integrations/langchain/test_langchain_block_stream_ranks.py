@@ -7,8 +7,6 @@ which never shows which streams found an episode: their retriever run asks for n
 
 from __future__ import annotations
 
-import asyncio
-import uuid
 from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
@@ -20,7 +18,7 @@ from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig, RunnablePassthrough
 from langchain_episodex import EpisodicMemoryMiddleware, EpisodicRetriever, recall_episodes
-from lc_fakes import EchoChatModel
+from lc_fakes import EchoChatModel, seeded_user
 
 AGENT = "ranks"
 
@@ -37,20 +35,6 @@ class Documents(BaseCallbackHandler):
         self.runs.append(list(documents))
 
 
-def seeded(memory: EpisodicMemory) -> str:
-    user = f"ranks-{uuid.uuid4().hex}"
-    asyncio.run(
-        memory.memorize(
-            short_summary="The user prefers trains to planes.",
-            long_summary="user: I prefer trains to planes.",
-            user_id=user,
-            agent_id=AGENT,
-            conversation_id="earlier",
-        )
-    )
-    return user
-
-
 def traced(memory: EpisodicMemory, user: str, options: dict[str, Any] | None) -> list[Document]:
     chain = RunnablePassthrough.assign(
         block=recall_episodes(memory, agent_id=AGENT, recall_options=options)
@@ -65,7 +49,7 @@ def traced(memory: EpisodicMemory, user: str, options: dict[str, Any] | None) ->
 
 
 def test_lcel_block_recalls_without_ranks(memory: EpisodicMemory) -> None:
-    user = seeded(memory)
+    user = seeded_user(memory, AGENT)
     assert "streams" not in traced(memory, user, None)[0].metadata
     # Asked for, the traced documents carry them again.
     [doc] = traced(memory, user, {"with_stream_ranks": True})
@@ -73,14 +57,14 @@ def test_lcel_block_recalls_without_ranks(memory: EpisodicMemory) -> None:
 
 
 def test_retriever_keeps_ranks_by_default(memory: EpisodicMemory) -> None:
-    user = seeded(memory)
+    user = seeded_user(memory, AGENT)
     retriever = EpisodicRetriever(memory=memory, user_id=user, agent_id=AGENT)
     [doc] = retriever.invoke("train or plane?")
     assert doc.metadata["streams"]["bm25"]["rank"] == 1
 
 
 def test_middleware_block_recalls_without_ranks(memory: EpisodicMemory) -> None:
-    user = seeded(memory)
+    user = seeded_user(memory, AGENT)
     for options in (None, {"with_stream_ranks": True}):
         middleware = EpisodicMemoryMiddleware(
             memory, agent_id=AGENT, user_id=user, recall_options=options

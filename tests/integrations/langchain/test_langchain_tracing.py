@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
@@ -15,7 +14,7 @@ from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig, RunnablePassthrough
 from langchain_episodex import EpisodicMemoryMiddleware, recall_episodes
-from lc_fakes import EchoChatModel
+from lc_fakes import EchoChatModel, seeded_user
 
 AGENT = "tracer"
 
@@ -56,20 +55,6 @@ class RetrieverRuns(BaseCallbackHandler):
         return name, query, parent, self.ends[run_id]
 
 
-def _seeded(memory: EpisodicMemory) -> str:
-    user = f"trace-{uuid.uuid4().hex}"
-    asyncio.run(
-        memory.memorize(
-            short_summary="The user prefers trains to planes.",
-            long_summary="user: I prefer trains to planes.",
-            user_id=user,
-            agent_id=AGENT,
-            conversation_id="earlier",
-        )
-    )
-    return user
-
-
 def _answer(messages: list[BaseMessage]) -> BaseMessage:
     return AIMessage("Take the train.")
 
@@ -85,7 +70,7 @@ def _check(handler: RetrieverRuns, query: str) -> None:
 
 
 def test_middleware_recall_is_a_retriever_run(memory: EpisodicMemory) -> None:
-    user = _seeded(memory)
+    user = seeded_user(memory, AGENT)
     agent = create_agent(
         EchoChatModel(answer=_answer),
         middleware=[EpisodicMemoryMiddleware(memory, agent_id=AGENT, user_id=user)],
@@ -104,7 +89,7 @@ def test_middleware_recall_is_a_retriever_run(memory: EpisodicMemory) -> None:
 
 
 def test_lcel_recall_is_a_retriever_run(memory: EpisodicMemory) -> None:
-    user = _seeded(memory)
+    user = seeded_user(memory, AGENT)
     chain = RunnablePassthrough.assign(block=recall_episodes(memory, agent_id=AGENT))
     handler = RetrieverRuns()
     config: RunnableConfig = {"callbacks": [handler], "configurable": {"user_id": user}}
