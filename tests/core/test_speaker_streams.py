@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conformance.backends import engine_options
 from episodex import (
     ConfigurationError,
     ConversationEpisode,
@@ -62,9 +63,8 @@ CORPUS = [episode(c, speakers, long) for c, (speakers, long) in OWN.items()] + [
 
 
 async def open_memory(where: str, tmp_path: Path) -> EpisodicMemory:
-    if where == "edge":
-        return EpisodicMemory(tmp_path / "store", embedder=HashEmbedder(), splade=False)
-    return EpisodicMemory(location=":memory:", embedder=HashEmbedder(), splade=False)
+    path, options = engine_options(where, tmp_path)
+    return EpisodicMemory(path, **options, embedder=HashEmbedder(), splade=False)
 
 
 @pytest.fixture(params=["edge", "memory"])

@@ -6,7 +6,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from episodex import EpisodicMemory, default_embedder
+from episodex import EpisodicMemory, StepLessonMemory, default_embedder
+from episodex.testing import HashEmbedder
 
 from ._support import BACKENDS, open_memory
 
@@ -22,3 +23,11 @@ def memory(backend: str, tmp_path: Path) -> Iterator[EpisodicMemory]:
     """A fresh, empty memory with the real bundled embedder on each backend."""
     with open_memory(backend, tmp_path, embedder=default_embedder()) as mem:
         yield mem
+
+
+@pytest.fixture
+def lessons() -> Iterator[StepLessonMemory]:
+    """A step-lesson memory in qdrant-client's `:memory:` mode, with the test embedder."""
+    memory = EpisodicMemory(location=":memory:", embedder=HashEmbedder(), splade=False)
+    yield StepLessonMemory.from_memory(memory)
+    memory.close()

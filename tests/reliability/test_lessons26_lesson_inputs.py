@@ -11,19 +11,10 @@ did `store_memories(None)`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from episodex import EpisodicMemory, StepLessonMemory, StepMemory, ValidationError, format_lessons
-from episodex.testing import HashEmbedder
-
-
-@pytest.fixture
-def lessons() -> Iterator[StepLessonMemory]:
-    memory = EpisodicMemory(location=":memory:", embedder=HashEmbedder(), splade=False)
-    yield StepLessonMemory.from_memory(memory)
-    memory.close()
+from episodex import StepLessonMemory, StepMemory, ValidationError, format_lessons
 
 
 def _step(step_id: str, action: str, **extra: Any) -> StepMemory:

@@ -12,20 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-from collections.abc import Iterator
 
-import pytest
-from episodex import EpisodicMemory, StepLessonMemory
-from episodex.testing import HashEmbedder
+from episodex import StepLessonMemory
 
 PAGE = {"url": "https://app.example/tickets/7", "elements": ["[1] button 'Save'"]}
-
-
-@pytest.fixture
-def lessons() -> Iterator[StepLessonMemory]:
-    memory = EpisodicMemory(location=":memory:", embedder=HashEmbedder(), splade=False)
-    yield StepLessonMemory.from_memory(memory)
-    memory.close()
 
 
 def test_the_same_run_id_in_two_users_sessions_keeps_both(lessons: StepLessonMemory) -> None:

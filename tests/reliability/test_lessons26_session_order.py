@@ -9,20 +9,10 @@ first...: read in order, the list no longer showed either attempt as it happened
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
-import pytest
-from episodex import Attempt, EpisodicMemory, StepLessonMemory
-from episodex.testing import HashEmbedder
+from episodex import Attempt, StepLessonMemory
 
 PAGE = {"url": "https://app.example/tickets/7", "elements": ["[1] button 'Save'"]}
-
-
-@pytest.fixture
-def lessons() -> Iterator[StepLessonMemory]:
-    memory = EpisodicMemory(location=":memory:", embedder=HashEmbedder(), splade=False)
-    yield StepLessonMemory.from_memory(memory)
-    memory.close()
 
 
 def test_two_runs_of_one_rep_are_not_interleaved(lessons: StepLessonMemory) -> None:
