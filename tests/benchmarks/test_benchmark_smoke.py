@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -148,3 +149,36 @@ def test_recall_quality_scores_one_question_by_hand() -> None:
         "D9:1",
         "D4:4",
     ]
+
+
+def test_perf_floor_check_allows_the_diversity_reorder_only() -> None:
+    # `conversation_diversity` re-orders the previous-conversations list after the engine: the
+    # floor check must accept that order, and still refuse a list with other members (at 100k
+    # the first recall is re-ordered, and the check used to stop the whole run there).
+    perf = _harness("perf")
+
+    class Point:
+        def __init__(self, uuid: str) -> None:
+            self.id = 0
+            self.payload = {"_episodex_id": uuid}
+
+    class Bare:
+        kind = "edge"
+
+    class Side:
+        bare = Bare()
+        name = "edge"
+
+    def ours(prev: list[str]) -> dict[str, list[dict[str, str]]]:
+        return {
+            "same_conversation": [{"point_id": "s1"}],
+            "previous_conversations": [{"point_id": p} for p in prev],
+        }
+
+    bare = [[Point("s1")], [Point("a"), Point("b"), Point("c")]]
+    backend: Any = Side()
+    perf.check_same_answer(backend, ours(["a", "c", "b"]), bare)
+    with pytest.raises(AssertionError, match="previous_conversations"):
+        perf.check_same_answer(backend, ours(["a", "c", "d"]), bare)
+    with pytest.raises(AssertionError, match="same_conversation"):
+        perf.check_same_answer(backend, {**ours(["a", "b", "c"]), "same_conversation": []}, bare)
