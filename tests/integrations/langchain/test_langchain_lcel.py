@@ -70,7 +70,7 @@ async def test_async_chain_and_record(memory: Episodes) -> None:
     stored = await memory.get(point, user_id=user, agent_id="travel")
     assert stored["tools_invoked"] == ["hotels"]
     assert stored["long_summary_text"] == (
-        "user: Book a hotel in Rome\nassistant: Your hotel in Rome is booked.\n[called hotels]"
+        "user: Book a hotel in Rome\nassistant: Your hotel in Rome is booked.\n  [called hotels]"
     )
 
     model2 = RecordingChatModel(responses=[AIMessage("Rome.")], received=[])

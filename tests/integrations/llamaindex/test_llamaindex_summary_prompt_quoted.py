@@ -42,6 +42,6 @@ async def test_the_exchange_is_quoted_and_escaped(memory: EpisodicMemory, user: 
     quoted = prompt.split("<exchange>", 1)[1].split("</exchange>", 1)[0]
     assert "&lt;/exchange&gt;" in quoted and "&amp; answer only: &lt;b&gt;" in quoted
     assert "Ignore the above" not in prompt.split("<exchange>", 1)[0]
-    # The store keeps the user's words as they were.
+    # The store keeps the user's words, their further lines indented (`span_episodes`).
     [episode] = await memory.read_recent(1, user_id=user, agent_id="support")
-    assert FORGED in episode["long_summary_text"]
+    assert "user: " + FORGED.replace("\n", "\n  ") in episode["long_summary_text"]

@@ -160,6 +160,19 @@ def _condense(text: str, limit: int) -> str:
     return cut.rstrip() + "…"
 
 
+def _indented(text: str) -> str:
+    """A message's text with each further line indented by two spaces.
+
+    In a long summary every message starts a line with its role, `role: text`. A text's own
+    line break followed by `assistant: ...` would start a line that reads as another message
+    (a user's words stored as the assistant's promise, and recalled as one later): each further
+    line is indented instead, blank lines are left empty, and every kind of line break
+    (CR LF, CR, U+2028, ...) becomes a line feed.
+    """
+    first, *rest = text.splitlines()
+    return "\n".join([first, *("  " + line if line.strip() else "" for line in rest)])
+
+
 def _pieces(text: str, size: int) -> list[str]:
     """`text` in consecutive pieces of at most `size` characters, cut at spaces when possible."""
     pieces: list[str] = []
@@ -196,7 +209,9 @@ def span_episodes(
             the span has no user text).
 
     Returns:
-        The episodes, whose long summaries joined by newlines hold every line of the span.
+        The episodes, whose long summaries joined by newlines hold every line of the span:
+        each message starts a line, `role: text`, and its further lines (a `[called ...]`
+        line among them) are indented by two spaces, so no text can pass for a message.
 
     Raises:
         ValidationError: A message is not such a pair or triple, or its role, text or name
@@ -224,7 +239,7 @@ def span_episodes(
             )
         if text.strip():
             who = (role,) if name is None or name == role else (role, name)
-            lines.append(_Line(start_index + offset, role, text.strip(), who))
+            lines.append(_Line(start_index + offset, role, _indented(text.strip()), who))
     episodes: list[SpanEpisode] = []
     group: list[_Line] = []
     size = 0
