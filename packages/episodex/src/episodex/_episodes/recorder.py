@@ -236,9 +236,12 @@ class EpisodeRecorder:
                     continue
                 self._counts["dropped"] += 1
                 logger.error(
-                    "episode %s dropped: %d episodes are pending and there is no spill file",
+                    "episode %s dropped: %d episodes are pending and %s",
                     oldest.point_id,
                     self.max_pending,
+                    "there is no spill file"
+                    if self.spill_path is None
+                    else "the spill file cannot take it",
                 )
 
     def _spill(self, episode: ConversationEpisode) -> bool:
@@ -277,19 +280,28 @@ class EpisodeRecorder:
             return sum(1 for line in fh if line.strip())
 
     def _take_spilled(self) -> list[ConversationEpisode]:
+        """The episodes of the spill file; raises `OSError` when the file cannot be read."""
         if self.spill_path is None or not self.spill_path.exists():
             return []
         episodes: list[ConversationEpisode] = []
-        with self.spill_path.open(encoding="utf-8") as fh:
-            for number, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    episodes.append(ConversationEpisode.parse(read_json(line)))
-                except (ValueError, ValidationError) as exc:
-                    # A line torn by a crash mid-append: the rest must still come back.
-                    logger.error("spill file line %d unreadable, skipped: %s", number, exc)
+        # Read as bytes and decoded line by line: one line of bytes that are not UTF-8 (left
+        # by a crash or a bad disk) must not hide the lines around it.
+        lines = self.spill_path.read_bytes().split(b"\n")
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                episodes.append(ConversationEpisode.parse(read_json(line)))
+            except (ValueError, ValidationError) as exc:
+                # A line torn by a crash mid-append: the rest must still come back.
+                logger.error("spill file line %d unreadable, skipped: %s", number, exc)
         return episodes
+
+    def _spill_failed_locked(self, doing: str, exc: OSError) -> None:
+        # Called holding `_lock`. The spilled episodes stay in the file for the next write;
+        # the caller, who already has the model's answer, never hears of it.
+        self._last_error = f"{type(exc).__name__}: {exc}"
+        logger.error("spill file %s: %s failed, tried again later: %s", self.spill_path, doing, exc)
 
     async def _write_pending(self) -> set[str]:
         return await asyncio.to_thread(self._write_pending_blocking)
@@ -297,7 +309,13 @@ class EpisodeRecorder:
     def _write_pending_blocking(self) -> set[str]:
         with self._write_lock:
             with self._lock:
-                batch = [*self._take_spilled(), *self._pending]
+                try:
+                    spilled = self._take_spilled()
+                except OSError as exc:
+                    # Unreadable for now: what is in memory is still written.
+                    self._spill_failed_locked("reading", exc)
+                    spilled = []
+                batch = [*spilled, *self._pending]
             if not batch:
                 return set()
             try:
@@ -352,20 +370,30 @@ class EpisodeRecorder:
     def _forget_spilled(self, written: set[str]) -> None:
         if self.spill_path is None or not self.spill_path.exists():
             return
-        left = [ep for ep in self._take_spilled() if ep.point_id not in written]
-        if not left:
-            self.spill_path.unlink(missing_ok=True)
-            return
-        with atomic_write(self.spill_path) as fh:
-            fh.writelines(
-                json.dumps(ep.model_dump(mode="json"), ensure_ascii=True) + "\n" for ep in left
-            )
+        try:
+            left = [ep for ep in self._take_spilled() if ep.point_id not in written]
+            if not left:
+                self.spill_path.unlink(missing_ok=True)
+                return
+            with atomic_write(self.spill_path) as fh:
+                fh.writelines(
+                    json.dumps(ep.model_dump(mode="json"), ensure_ascii=True) + "\n" for ep in left
+                )
+        except OSError as exc:
+            # A read-only or full disk: the stored episodes stay in the file and are written
+            # again on the next flush, under their own ids (replaced, never doubled).
+            self._spill_failed_locked("removing the stored episodes", exc)
 
     def _run_worker(self) -> None:
         while True:
             self._wake.wait()
             self._wake.clear()
-            self._write_pending_blocking()
+            try:
+                self._write_pending_blocking()
+            except Exception:
+                # Nothing may end this thread while episodes can still be queued: they would
+                # wait for a flush, and past `max_pending` be dropped.
+                logger.exception("the background writer failed; episodes kept for retry")
             with self._lock:
                 done = not self._pending
             self._idle.set()

@@ -1,0 +1,154 @@
+"""A spill file the recorder cannot read or rewrite never raises out of it, nor stops its writer.
+
+The recorder keeps episodes it cannot hold in RAM in a spill file and rewrites that file once
+they are stored. Two failures of that file escaped `record` and `flush`, which adapters call
+after the model has answered and which must never raise: a line of bytes that are not UTF-8
+(what a crash or a bad disk can leave) raised `UnicodeDecodeError` and held back every spilled
+episode, and a disk that had gone read-only (what a file system does after I/O errors) raised
+`OSError` once the episodes were stored, and, in deferred mode, ended the background writer.
+Now the bad line is skipped like a torn one, and a spill file that cannot be rewritten keeps
+its stored episodes until the next flush (rewritten under their own ids, never doubled).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from episodex import EngineUnavailableError, EpisodeRecorder, EpisodicMemory
+from episodex.testing import HashEmbedder
+
+
+@pytest.fixture
+def memory() -> Iterator[EpisodicMemory]:
+    mem = EpisodicMemory(location=":memory:", embedder=HashEmbedder(), splade=False)
+    yield mem
+    mem.close()
+
+
+@pytest.fixture
+def spill_disk(tmp_path: Path) -> Iterator[Path]:
+    """A small tmpfs of its own, so the test can turn it read-only (we run as root)."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mount = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(disk)],
+        capture_output=True,
+        text=True,
+    )
+    if mount.returncode != 0:
+        pytest.fail(
+            "READ-ONLY SPILL TEST NOT RUN: cannot mount a tmpfs here "
+            f"({mount.stderr.strip() or mount.returncode}); run it as root on a machine that "
+            "allows tmpfs mounts"
+        )
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", str(disk)], check=False)
+
+
+def _remount(disk: Path, mode: str) -> None:
+    subprocess.run(["mount", "-o", f"remount,{mode}", str(disk)], check=True)
+
+
+def _episode(n: int) -> dict[str, Any]:
+    return {
+        "short_summary": f"question {n}",
+        "long_summary": f"User asked question {n}; the agent answered it.",
+        "user_id": "u1",
+        "agent_id": "support",
+        "conversation_id": "c1",
+    }
+
+
+def _stored(memory: EpisodicMemory) -> list[str]:
+    return sorted(
+        r["short_summary_text"]
+        for r in memory.store.read_recent(1000, user_id="u1", agent_id="support")
+    )
+
+
+class Down:
+    """The store's writes fail while `down` (a server that is restarting)."""
+
+    def __init__(self, memory: EpisodicMemory) -> None:
+        self.real = memory.store.memorize_many
+        self.down = True
+
+    def __call__(self, episodes: Any, **kwargs: Any) -> list[str]:
+        if self.down:
+            raise EngineUnavailableError("connection refused (injected)")
+        return self.real(episodes, **kwargs)
+
+
+async def test_a_spill_line_that_is_not_utf8_does_not_hold_back_the_others(
+    memory: EpisodicMemory, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    spill = tmp_path / "pending.jsonl"
+    store = Down(memory)
+    monkeypatch.setattr(memory.store, "memorize_many", store)
+    recorder = EpisodeRecorder(memory, max_pending=1, spill_path=spill)
+    await recorder.record(**_episode(1))
+    await recorder.record(**_episode(2))  # question 1 is spilled
+    with spill.open("ab") as fh:
+        fh.write(b'\xff\xfe{"short_summary": "gar\n')  # bytes a bad disk left
+    await recorder.record(**_episode(3))  # question 2 is spilled after it
+    store.down = False
+    assert await recorder.flush() == 0
+    assert _stored(memory) == ["question 1", "question 2", "question 3"]
+    assert not spill.exists()
+
+
+async def test_a_read_only_spill_disk_never_raises_and_loses_nothing(
+    memory: EpisodicMemory, monkeypatch: pytest.MonkeyPatch, spill_disk: Path
+) -> None:
+    spill = spill_disk / "pending.jsonl"
+    store = Down(memory)
+    monkeypatch.setattr(memory.store, "memorize_many", store)
+    recorder = EpisodeRecorder(memory, max_pending=1, spill_path=spill)
+    await recorder.record(**_episode(1))
+    await recorder.record(**_episode(2))  # question 1 is spilled
+    _remount(spill_disk, "ro")
+    store.down = False
+    # Both are stored; the spill file cannot be rewritten, so question 1 waits there.
+    assert await recorder.flush() == 1
+    assert _stored(memory) == ["question 1", "question 2"]
+    assert "Read-only" in (recorder.stats().last_error or "")
+    assert await recorder.record(**_episode(3)) is not None
+    _remount(spill_disk, "rw")
+    assert await recorder.flush() == 0
+    assert not spill.exists()
+    assert _stored(memory) == ["question 1", "question 2", "question 3"]  # none twice
+
+
+def _writer_alive() -> bool:
+    return any(t.name == "episodex-recorder" and t.is_alive() for t in threading.enumerate())
+
+
+async def test_the_background_writer_outlives_a_read_only_spill_disk(
+    memory: EpisodicMemory, monkeypatch: pytest.MonkeyPatch, spill_disk: Path
+) -> None:
+    spill = spill_disk / "pending.jsonl"
+    store = Down(memory)
+    monkeypatch.setattr(memory.store, "memorize_many", store)
+    recorder = EpisodeRecorder(memory, max_pending=1, spill_path=spill, deferred=True)
+    try:
+        await recorder.record(**_episode(1))
+        await recorder.record(**_episode(2))  # question 1 is spilled
+        assert await recorder.flush() == 2  # still down
+        _remount(spill_disk, "ro")
+        store.down = False
+        assert await recorder.flush() == 1  # stored; question 1 waits in the spill file
+        assert _writer_alive()
+        assert _stored(memory) == ["question 1", "question 2"]
+        _remount(spill_disk, "rw")
+        await recorder.record(**_episode(3))
+        assert await recorder.flush() == 0
+        assert _stored(memory) == ["question 1", "question 2", "question 3"]
+    finally:
+        assert await recorder.aclose() == 0
