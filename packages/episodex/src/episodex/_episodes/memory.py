@@ -93,8 +93,8 @@ class EpisodicMemory:
             made with another set must be re-indexed).
         for_reindex: Open a store built with another embedder or stream set instead of raising
             `EmbedderMismatchError`, to `reindex()` it with `embedder` and `splade`; until then
-            memorizing and recalling raise that error, while reading, exporting and forgetting
-            work.
+            memorizing, importing and recalling raise that error, while reading, exporting
+            and forgetting work.
         **options: `EngineOptions`: `url` of a Qdrant server or cluster, `location=":memory:"`
             for qdrant-client's local mode, `qdrant_api_key`, `prefer_grpc`,
             `collection_prefix`, `timeout`, `client_options`. A server option given without

@@ -105,8 +105,8 @@ class EpisodeStore:
         splade: The learned sparse encoder, or None for a store without its two streams.
         collection: Collection name.
         for_reindex: Open a collection built with another embedder so that it can be
-            re-indexed: memorizing and recalling raise `EmbedderMismatchError` until then;
-            reading, exporting and forgetting work.
+            re-indexed: memorizing, importing and recalling raise `EmbedderMismatchError`
+            until then; reading, exporting and forgetting work.
     """
 
     def __init__(
@@ -305,6 +305,10 @@ class EpisodeStore:
         `on_progress` is called with the number of episodes embedded so far after each batch;
         the writes come after the last one.
         """
+        if self.mismatch is not None:
+            # Every writer comes through here (memorize_many, import, the recorder): vectors of
+            # this store's models must not join a collection built with others.
+            raise EmbedderMismatchError(self.mismatch)
         explicit = any(ep.point_id is not None for ep in parsed)
         packed: list[_Packed] = []
         for start in range(0, len(parsed), batch_size):
