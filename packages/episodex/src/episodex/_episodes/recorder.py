@@ -142,9 +142,13 @@ class EpisodeRecorder:
         count the span as recorded. Returns each episode's point id as `record` does.
         """
         parsed = [self._prepare(episode) for episode in episodes]
-        for episode in parsed:
-            if episode is not None:
-                self._enqueue(episode)
+        with self._lock:
+            self._pending.extend(episode for episode in parsed if episode is not None)
+            if self.deferred and not self._closed:
+                # The background writer may be slow or failing: the bound holds at once.
+                # Otherwise the write below comes first, and only what the store could not
+                # take then is spilled or dropped (a working store loses nothing).
+                self._trim_locked()
         if self.deferred and not self._closed:
             self._idle.clear()
             self._wake.set()
@@ -227,22 +231,21 @@ class EpisodeRecorder:
                 self._last_error = f"{type(exc).__name__}: {exc}"
             return None
 
-    def _enqueue(self, episode: ConversationEpisode) -> None:
-        with self._lock:
-            self._pending.append(episode)
-            while len(self._pending) > self.max_pending:
-                oldest = self._pending.popleft()
-                if self.spill_path is not None and self._spill(oldest):
-                    continue
-                self._counts["dropped"] += 1
-                logger.error(
-                    "episode %s dropped: %d episodes are pending and %s",
-                    oldest.point_id,
-                    self.max_pending,
-                    "there is no spill file"
-                    if self.spill_path is None
-                    else "the spill file cannot take it",
-                )
+    def _trim_locked(self) -> None:
+        """Spill (or drop) the oldest pending episodes beyond `max_pending`; holds `_lock`."""
+        while len(self._pending) > self.max_pending:
+            oldest = self._pending.popleft()
+            if self.spill_path is not None and self._spill(oldest):
+                continue
+            self._counts["dropped"] += 1
+            logger.error(
+                "episode %s dropped: %d episodes are pending and %s",
+                oldest.point_id,
+                self.max_pending,
+                "there is no spill file"
+                if self.spill_path is None
+                else "the spill file cannot take it",
+            )
 
     def _spill(self, episode: ConversationEpisode) -> bool:
         assert self.spill_path is not None
@@ -319,26 +322,34 @@ class EpisodeRecorder:
             if not batch:
                 return set()
             try:
-                self.memory.store.memorize_many(batch)
-            except ValidationError:
-                # The store refused an episode it alone can judge (its point_id belongs to
-                # another user): kept, it would fail every later batch and hold back every
-                # turn after it. Each is written alone: the refused are rejected, the rest
-                # stored (or kept, if the store fails meanwhile).
-                written, rejected = self._write_each(batch)
-            except Exception as exc:  # the store failed: keep everything for the next try
-                self._write_failed(exc, len(batch))
-                return set()
-            else:
-                written = {ep.point_id for ep in batch if ep.point_id is not None}
-                rejected = set[str]()
-            with self._lock:
-                self._counts["recorded"] += len(written)
-                # By id, not by position: episodes queued or spilled meanwhile stay.
-                done = written | rejected
-                self._pending = deque(ep for ep in self._pending if ep.point_id not in done)
-                self._forget_spilled(done)
-            return written
+                return self._write_batch(batch)
+            finally:
+                with self._lock:
+                    self._trim_locked()
+
+    def _write_batch(self, batch: list[ConversationEpisode]) -> set[str]:
+        """Write `batch` (spilled first, then queued); the ids now stored."""
+        try:
+            self.memory.store.memorize_many(batch)
+        except ValidationError:
+            # The store refused an episode it alone can judge (its point_id belongs to
+            # another user): kept, it would fail every later batch and hold back every
+            # turn after it. Each is written alone: the refused are rejected, the rest
+            # stored (or kept, if the store fails meanwhile).
+            written, rejected = self._write_each(batch)
+        except Exception as exc:  # the store failed: keep everything for the next try
+            self._write_failed(exc, len(batch))
+            return set()
+        else:
+            written = {ep.point_id for ep in batch if ep.point_id is not None}
+            rejected = set[str]()
+        with self._lock:
+            self._counts["recorded"] += len(written)
+            # By id, not by position: episodes queued or spilled meanwhile stay.
+            done = written | rejected
+            self._pending = deque(ep for ep in self._pending if ep.point_id not in done)
+            self._forget_spilled(done)
+        return written
 
     def _write_each(self, batch: list[ConversationEpisode]) -> tuple[set[str], set[str]]:
         """Write episodes one by one; the ids written and the ids the store refused."""

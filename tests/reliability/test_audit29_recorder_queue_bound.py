@@ -1,0 +1,94 @@
+"""The recorder's queue bound drops only what a failing store could not take, never before trying.
+
+`max_pending` bounds the episodes kept in RAM while the store fails. The bound was applied as
+each episode was queued, before the write: a span of more episodes than `max_pending`, or the
+turn that came just as the store recovered from an outage, dropped the oldest episodes although
+the store stored the rest a moment later. Now a recorder that writes at once applies the bound
+after its write, to what the store could not take; a deferred one still applies it at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from episodex import EngineUnavailableError, EpisodeRecorder, EpisodicMemory
+from episodex.testing import HashEmbedder
+
+
+@pytest.fixture
+def memory() -> Iterator[EpisodicMemory]:
+    mem = EpisodicMemory(location=":memory:", embedder=HashEmbedder(), splade=False)
+    yield mem
+    mem.close()
+
+
+def _episode(n: int) -> dict[str, Any]:
+    return {
+        "short_summary": f"question {n}",
+        "long_summary": f"User asked question {n}; the agent answered it.",
+        "user_id": "u1",
+        "agent_id": "support",
+        "conversation_id": "c1",
+        "start_index": 2 * n,
+        "end_index": 2 * n + 1,
+    }
+
+
+def _stored(memory: EpisodicMemory) -> list[str]:
+    return sorted(
+        r["short_summary_text"]
+        for r in memory.store.read_recent(1000, user_id="u1", agent_id="support")
+    )
+
+
+class Down:
+    """The store's writes fail while `down` (a server that is restarting)."""
+
+    def __init__(self, memory: EpisodicMemory) -> None:
+        self.real = memory.store.memorize_many
+        self.down = True
+
+    def __call__(self, episodes: Any, **kwargs: Any) -> list[str]:
+        if self.down:
+            raise EngineUnavailableError("connection refused (injected)")
+        return self.real(episodes, **kwargs)
+
+
+async def test_a_span_longer_than_the_bound_is_stored_whole(memory: EpisodicMemory) -> None:
+    recorder = EpisodeRecorder(memory, max_pending=2)
+    ids = await recorder.record_many([_episode(n) for n in (1, 2, 3)])
+    assert None not in ids
+    assert _stored(memory) == ["question 1", "question 2", "question 3"]
+    stats = recorder.stats()
+    assert (stats.recorded, stats.dropped, stats.pending) == (3, 0, 0)
+
+
+async def test_the_turn_after_an_outage_keeps_the_backlog(
+    memory: EpisodicMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = Down(memory)
+    monkeypatch.setattr(memory.store, "memorize_many", store)
+    recorder = EpisodeRecorder(memory, max_pending=2)
+    await recorder.record(**_episode(1))
+    await recorder.record(**_episode(2))
+    assert recorder.stats().pending == 2  # the queue is full, nothing lost yet
+    store.down = False
+    assert await recorder.record(**_episode(3)) is not None
+    assert _stored(memory) == ["question 1", "question 2", "question 3"]
+    assert recorder.stats().dropped == 0
+
+
+async def test_the_bound_still_holds_while_the_store_fails(
+    memory: EpisodicMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = Down(memory)
+    monkeypatch.setattr(memory.store, "memorize_many", store)
+    recorder = EpisodeRecorder(memory, max_pending=2)
+    assert await recorder.record_many([_episode(n) for n in (1, 2, 3)]) == [None] * 3
+    stats = recorder.stats()
+    assert (stats.pending, stats.dropped) == (2, 1)
+    store.down = False
+    assert await recorder.flush() == 0
+    assert _stored(memory) == ["question 2", "question 3"]
