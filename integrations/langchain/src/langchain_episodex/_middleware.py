@@ -19,7 +19,14 @@ from episodex import (
 )
 from episodex import EpisodicMemory as CoreMemory
 from langchain_core.language_models import BaseLanguageModel
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 
 from langchain_episodex._context import run_scope
 from langchain_episodex._llm import from_langchain
@@ -82,11 +89,22 @@ def _last_text(messages: Sequence[BaseMessage], kind: type[BaseMessage]) -> str:
 
 
 def _run_start(messages: Sequence[AnyMessage]) -> int:
-    # A run's input is what follows the previous run's last AI message (all of it without
-    # a checkpointer): that is where this run begins.
+    # A run's input is what follows the end of the previous run (all of it without a
+    # checkpointer): that is where this run begins. A run ends with the model's last message,
+    # or with the results of the tools that message called when they end the run (a
+    # `return_direct` tool, a structured response given through a tool): those results are
+    # the previous run's, and counted in this one they would be recorded a second time.
     for index in range(len(messages) - 1, -1, -1):
-        if isinstance(messages[index], AIMessage):
-            return index + 1
+        message = messages[index]
+        if isinstance(message, AIMessage):
+            calls = {call["id"] for call in message.tool_calls if call.get("id")}
+            start = index + 1
+            while start < len(messages):
+                result = messages[start]
+                if not isinstance(result, ToolMessage) or result.tool_call_id not in calls:
+                    break
+                start += 1
+            return start
     return 0
 
 
