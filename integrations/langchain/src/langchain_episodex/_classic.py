@@ -17,7 +17,7 @@ from langchain_episodex._context import run_scope
 from langchain_episodex._options import check_recall_options, core_memory
 from langchain_episodex._pydantic import configuration_error
 from langchain_episodex._recall import arecall_block
-from langchain_episodex._summaries import exchange_episodes, message_text
+from langchain_episodex._summaries import answer_value, exchange_episodes, message_text
 
 try:
     from langchain_classic.base_memory import BaseMemory
@@ -197,9 +197,10 @@ class EpisodicConversationMemory(BaseMemory):
         """Record the exchange (chain input and output) as an episode (several if very long)."""
         # The values themselves, not their text: a message's `name` is one of the speakers.
         asked = self._pick_value(inputs, self.input_key, "input")
-        answered = self._pick_value(outputs, self.output_key, "output")
+        # A parsed output (a dict, a model) is recorded as its JSON: refused, the chain would
+        # fail after the model answered and lose the answer.
+        answered = answer_value(self._pick_value(outputs, self.output_key, "output"))
         question = message_text(asked)
-        message_text(answered)  # unreadable output: the same ValidationError as before
         scope = self._scope()
         assert scope.conversation_id is not None  # _scope always names one
         if not question.strip():

@@ -11,6 +11,7 @@ is the tool's, never a speaker.
 from __future__ import annotations
 
 import html
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -23,8 +24,10 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
+from pydantic import BaseModel
 
 __all__ = [
+    "answer_value",
     "exchange_episodes",
     "message_text",
     "reflect_summaries",
@@ -45,6 +48,29 @@ def message_text(value: object) -> str:
     raise ValidationError(
         f"cannot read text from a {type(value).__name__}: give a string or a LangChain message"
     )
+
+
+def answer_value(value: object) -> object:
+    """A chain's output as `exchange_episodes` takes it: parsed data becomes its JSON text.
+
+    A classic chain with an output parser (`JsonOutputParser`, `PydanticOutputParser`, a list
+    parser) hands its memory a dict, a list or a model, not text. The memory is called after
+    the model answered, so refusing such an output would fail the chain and lose the answer;
+    it is recorded as JSON instead. Text, messages and `{"content": ...}` mappings are
+    returned unchanged.
+    """
+    if isinstance(value, str | BaseMessage) or (isinstance(value, Mapping) and "content" in value):
+        return value
+    if isinstance(value, BaseModel):
+        return value.model_dump_json()
+    try:
+        return json.dumps(value, ensure_ascii=False, default=_json_default)
+    except ValueError:  # a value that contains itself
+        return str(value)
+
+
+def _json_default(value: object) -> object:
+    return value.model_dump(mode="json") if isinstance(value, BaseModel) else str(value)
 
 
 def speaker_name(value: object) -> str | None:
