@@ -136,6 +136,12 @@ class EpisodicRetriever(EpisodexRetriever):
     # -- ids per call --------------------------------------------------------------------
 
     def _scope(self, config: RunnableConfig | None, kwargs: dict[str, Any]) -> MemoryScope:
+        if "scope" in kwargs:
+            # The ids' carrier to the retrieval, set here from the ids only: never the caller's.
+            raise ValidationError(
+                "EpisodicRetriever takes no scope= argument: give user_id=, agent_id= or "
+                "conversation_id= (or put them in the config)"
+            )
         explicit = {name: getattr(self, name) for name in _IDS}
         for name in _IDS:  # an id given to invoke is explicit too, and wins
             value = kwargs.pop(name, None)
