@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -16,6 +17,8 @@ from episodex import (
     SyncEpisodicMemory,
     ValidationError,
 )
+
+from langchain_episodex._settings import check_ids
 
 try:
     from langgraph.store.base import (
@@ -112,10 +115,17 @@ class EpisodexStore(BaseStore):
         self.items = (
             memory if isinstance(memory, ItemStore) else ItemStore(memory.engine, memory.embedder)
         )
-        if not isinstance(agent_id, str) or not agent_id.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigurationError(f"agent_id must be a non-empty string, got {agent_id!r}")
-        if user_id is not None and (not isinstance(user_id, str) or not user_id.strip()):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigurationError(f"user_id must be a non-empty string, got {user_id!r}")
+        # The store's id rule and the weights' range, checked now: every operation would
+        # refuse them, so a graph would fail at its first memory call, not here.
+        check_ids({"agent_id": agent_id, "user_id": user_id})
+        for label, weight in (("dense_weight", dense_weight), ("bm25_weight", bm25_weight)):
+            if (
+                isinstance(weight, bool)
+                or not isinstance(weight, int | float)  # pyright: ignore[reportUnnecessaryIsInstance]
+                or not math.isfinite(weight)
+                or weight < 0
+            ):
+                raise ConfigurationError(f"{label} must be a finite number >= 0, got {weight!r}")
         if (
             isinstance(user_position, bool)
             or not isinstance(user_position, int)  # pyright: ignore[reportUnnecessaryIsInstance]
