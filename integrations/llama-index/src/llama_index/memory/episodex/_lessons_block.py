@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Mapping
 from typing import Any, Protocol, runtime_checkable
+from xml.sax.saxutils import escape
 
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.memory.memory import BaseMemoryBlock
@@ -38,7 +39,8 @@ class LessonsMemoryBlock(BaseMemoryBlock[str]):
     Each time `Memory` is read, the block asks the step-lesson memory for the graded steps of
     earlier attempts whose page looks like the current one, and returns the
     `# Lessons From Previous Attempt` block (REPEAT what worked, AVOID what failed), which
-    `Memory` places under `<memory><lessons>`. The first attempt gets nothing.
+    `Memory` places under `<memory><lessons>`, with `<`, `>` and `&` escaped so no stored
+    text can close those tags. The first attempt gets nothing.
 
     The current page is `current_env` (set it on the block before each step, or pass
     `current_env=` to `Memory.aget`); the agent's current state is the latest user message
@@ -100,7 +102,10 @@ class LessonsMemoryBlock(BaseMemoryBlock[str]):
             block = self.lessons.lessons_block(env, state)
             # A synchronous source (a SyncStepLessonMemory) has answered already; awaiting
             # its text would fail every read and the agent would never see a lesson.
-            return block if isinstance(block, str) else await block
+            text = block if isinstance(block, str) else await block
+            # `Memory` puts the text between `<memory><lessons>` tags: escaped, a stored text
+            # (a page element, a grader's explanation) cannot close them and speak as the prompt.
+            return escape(text)
         except Exception:
             # `Memory.aget` runs before every LLM call: an error here would end the agent's run.
             logger.warning("lesson retrieval failed; answering without lessons", exc_info=True)
