@@ -248,7 +248,9 @@ class StepLessonMemory:
 
         A new session starts at rep 1; an existing one continues at its last rep + 1. Given
         the `run_id` of a stored attempt, that attempt is resumed: its steps are loaded and
-        new steps continue its numbering.
+        new steps continue its numbering. An attempt still in progress on this memory (another
+        task's) is taken up as it is: its rep, its task unless `task` is given, and the steps
+        it recorded and has not stored yet.
         """
         scope = lesson_scope(user_id, agent_id, session_id)
         if task is not None and not isinstance(task, str):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -262,6 +264,14 @@ class StepLessonMemory:
             rep = own[0].rep
         else:
             rep = max((int(p["rep"]) for _, p in rows), default=0) + 1
+        steps = {m.step_id: m for m in own}
+        key: _AttemptKey = (user_id, agent_id, session_id, run_id or "")
+        if run_id is not None and key in self._attempts:
+            # In progress here: replaced by what is stored, its steps recorded since the last
+            # `persist_memories` would be lost (and an attempt that stored nothing restarted).
+            running, recorded = self._attempts[key]
+            rep, task = running.rep, task if task is not None else running.task
+            steps.update(recorded)
         attempt = Attempt(
             user_id=user_id,
             agent_id=agent_id,
@@ -271,7 +281,7 @@ class StepLessonMemory:
             task=task,
             resumed=bool(rows),
         )
-        self._attempts[_key(attempt)] = (attempt, {m.step_id: m for m in own})
+        self._attempts[_key(attempt)] = (attempt, steps)
         self._attempts.move_to_end(_key(attempt))
         while len(self._attempts) > _KEPT_ATTEMPTS:
             self._attempts.popitem(last=False)
