@@ -308,6 +308,9 @@ class StepLessonMemory:
         episode = self._require_episode(attempt)
         steps = self._steps_of(episode)
         env = EnvState.parse(env_pre, where="env_pre: ")
+        if step_id is not None:
+            # Checked before it is looked up: an unhashable one would fail the lookup untyped.
+            require_id("step_id", step_id)
         step_num = max((m.step_num for m in steps.values()), default=0) + 1
         step_id = f"rep{episode.rep}-step{step_num}" if step_id is None else step_id
         if step_id in steps:
@@ -347,6 +350,8 @@ class StepLessonMemory:
         """Record the state after a step (the last one unless `step_id` is given)."""
         steps = self._steps_of(self._require_episode(attempt))
         env = EnvState.parse(env_post, where="env_post: ")
+        if step_id is not None:
+            require_id("step_id", step_id)
         step = steps.get(step_id) if step_id is not None else _last_step(steps)
         if step is None:
             raise ValidationError(
