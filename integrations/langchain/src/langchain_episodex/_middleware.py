@@ -15,6 +15,8 @@ from episodex import (
     MemoryScope,
     RecorderStats,
     SyncStepLessonMemory,
+    ValidationError,
+    require_id,
     run_sync,
 )
 from episodex import EpisodicMemory as CoreMemory
@@ -125,6 +127,18 @@ def _run_position(messages: Sequence[AnyMessage], run: Mapping[str, Any]) -> int
     if before is not None and before in ids:
         return ids.index(before) + 1
     return None
+
+
+def _storable_tool(name: str) -> bool:
+    """Whether the store takes a tool name the model wrote (a hallucinated one may be too long).
+
+    One it refuses is left out of `tools_invoked`, or the whole episode would be refused.
+    """
+    try:
+        require_id("tool name", name)
+    except ValidationError:
+        return False
+    return True
 
 
 def _with_block(system: SystemMessage | None, block: str) -> SystemMessage:
@@ -516,7 +530,9 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         tools: list[str] = []
         for message in ran:
             if isinstance(message, AIMessage):
-                tools.extend(c["name"] for c in message.tool_calls if c["name"] not in tools)
+                for call in message.tool_calls:
+                    if call["name"] not in tools and _storable_tool(call["name"]):
+                        tools.append(call["name"])
         # Every part is summarised first and all are queued together: a run cancelled on the
         # way (a timeout) is then recorded whole or not at all, never in part.
         episodes: list[dict[str, Any]] = []

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock, ToolCallBlock
 
-from episodex import message_line
+from episodex import ValidationError, message_line, require_id
 
 __all__ = [
     "latest_user_text",
@@ -33,15 +33,27 @@ def latest_user_text(messages: Sequence[ChatMessage] | None) -> str:
     return ""
 
 
+def _storable(name: str) -> bool:
+    try:
+        require_id("tool name", name)
+    except ValidationError:
+        return False
+    return True
+
+
 def tools_called(messages: Sequence[ChatMessage]) -> list[str]:
-    """Names of the tools the assistant called, in first-call order, each once."""
+    """Names of the tools the assistant called, in first-call order, each once.
+
+    The names come from the model's output: one the store refuses as an id (blank, or a
+    hallucinated name over 512 characters) is left out, or the whole episode would be refused.
+    """
     names: list[str] = []
     for message in messages:
         for block in message.blocks:
             if (
                 isinstance(block, ToolCallBlock)
-                and block.tool_name
                 and block.tool_name not in names
+                and _storable(block.tool_name)
             ):
                 names.append(block.tool_name)
     return names
