@@ -536,7 +536,8 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         # Every part is summarised first and all are queued together: a run cancelled on the
         # way (a timeout) is then recorded whole or not at all, never in part.
         episodes: list[dict[str, Any]] = []
-        for episode in run_episodes(ran, start_index=start):
+        search_tools = [tool.name for tool in self.tools]
+        for episode in run_episodes(ran, start_index=start, search_tools=search_tools):
             short, long = episode.short_summary, episode.long_summary
             if self._reflect is not None:
                 try:

@@ -5,14 +5,15 @@ via `episodex.message_line`, the rule the LlamaIndex adapter uses too: the long 
 the exchange itself, one `role: text` line per message, and an exchange too long for one
 episode becomes several, never a truncated one. A message's `name` (the person or agent who
 wrote it) goes with it, so the episode lists it among its speakers; a tool message's `name`
-is the tool's, never a speaker.
+is the tool's, never a speaker. The memory search tool's reply holds earlier conversations'
+episodes: it is recorded as a `[recalled N episodes]` marker, never as words of this one.
 """
 
 from __future__ import annotations
 
 import html
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from episodex import LLMCallable, SpanEpisode, ValidationError, message_line, span_episodes
@@ -27,13 +28,18 @@ from langchain_core.messages import (
 from pydantic import BaseModel
 
 __all__ = [
+    "SEARCH_ARTIFACT",
     "answer_value",
     "exchange_episodes",
     "message_text",
+    "recalled_count",
     "reflect_summaries",
     "run_episodes",
     "speaker_name",
 ]
+
+SEARCH_ARTIFACT = "episodex_memory_search"
+"""The key the memory search tool sets in the artifact of its replies, to be known by it."""
 
 
 def message_text(value: object) -> str:
@@ -85,7 +91,45 @@ def speaker_name(value: object) -> str | None:
     return name if isinstance(name, str) else None
 
 
-def _line(message: BaseMessage) -> tuple[str, str] | tuple[str, str, str]:
+def recalled_count(block: str) -> int:
+    """How many episodes a `<recalled_episodes>` block shows (0 for any other text).
+
+    Each episode opens a line with `<episode `; stored text is escaped in the block, so no
+    summary can start such a line.
+    """
+    if not block.startswith("<recalled_episodes>"):
+        return 0
+    return sum(line.startswith("<episode ") for line in block.splitlines())
+
+
+def _search_reply(message: BaseMessage, search_tools: Collection[str]) -> bool:
+    """Whether a message is the episodex memory search tool's reply.
+
+    Known by the artifact the tool puts on its replies, whatever name it was given, or by the
+    name of a search tool the caller registered itself.
+    """
+    if not isinstance(message, ToolMessage):
+        return False
+    artifact: object = message.artifact
+    return (isinstance(artifact, Mapping) and SEARCH_ARTIFACT in artifact) or (
+        message.name is not None and message.name in search_tools
+    )
+
+
+def _recorded_text(value: object, search_tools: Collection[str] = ()) -> str:
+    """The text a message is recorded with: its own, or the search tool's reply as a marker."""
+    text = message_text(value)
+    if isinstance(value, BaseMessage) and _search_reply(value, search_tools):
+        # The reply holds earlier conversations' episodes: recorded as they are, they would be
+        # recalled as said in this conversation (and stored again after every search).
+        count = recalled_count(text)
+        return f"[recalled {count} episode{'' if count == 1 else 's'}]"
+    return text
+
+
+def _line(
+    message: BaseMessage, search_tools: Collection[str] = ()
+) -> tuple[str, str] | tuple[str, str, str]:
     name = speaker_name(message)
     if isinstance(message, SystemMessage):
         return message_line("system", "", system=True)
@@ -94,12 +138,21 @@ def _line(message: BaseMessage) -> tuple[str, str] | tuple[str, str, str]:
     if isinstance(message, AIMessage):
         calls = [call["name"] for call in message.tool_calls]
         return message_line("assistant", message_text(message), tool_calls=calls, name=name)
-    return message_line(message.type, message_text(message), name=name)
+    return message_line(message.type, _recorded_text(message, search_tools), name=name)
 
 
-def run_episodes(messages: Sequence[BaseMessage], *, start_index: int) -> list[SpanEpisode]:
-    """The episodes of an agent run's messages (the first at `start_index` of the thread)."""
-    return span_episodes([_line(m) for m in messages], start_index=start_index)
+def run_episodes(
+    messages: Sequence[BaseMessage], *, start_index: int, search_tools: Collection[str] = ()
+) -> list[SpanEpisode]:
+    """The episodes of an agent run's messages (the first at `start_index` of the thread).
+
+    Args:
+        messages: The run's messages.
+        start_index: Where the first is in the thread.
+        search_tools: Names of memory search tools whose replies are recorded as a marker
+            (besides those known by their artifact).
+    """
+    return span_episodes([_line(m, search_tools) for m in messages], start_index=start_index)
 
 
 def exchange_episodes(
@@ -117,7 +170,7 @@ def exchange_episodes(
         ValidationError: The question has no text (there is nothing to recall it by), or a
             value has no text to read.
     """
-    question_text, answer_text = message_text(question), message_text(answer)
+    question_text, answer_text = _recorded_text(question), _recorded_text(answer)
     if not question_text.strip():
         raise ValidationError("nothing to record: the user message has no text")
     return span_episodes(

@@ -15,6 +15,7 @@ from langchain_episodex._context import run_scope
 from langchain_episodex._options import check_recall_options, core_memory
 from langchain_episodex._recall import arecall_block, recall_block
 from langchain_episodex._settings import check_ids, check_max_tokens
+from langchain_episodex._summaries import SEARCH_ARTIFACT, recalled_count
 
 __all__ = ["NOTHING_FOUND", "create_memory_search_tool"]
 
@@ -25,6 +26,12 @@ _UNAVAILABLE = "Memory is unavailable just now; answer without it."
 """What the tool answers when the memory could not be searched (the failure is logged)."""
 
 logger = logging.getLogger("langchain_episodex")
+
+
+def _reply(text: str) -> tuple[str, dict[str, int]]:
+    # The artifact marks the reply as the memory's own, whatever the tool's name: recorders
+    # then store a marker, not the recalled episodes as words of the current conversation.
+    return text, {SEARCH_ARTIFACT: recalled_count(text)}
 
 
 def _unavailable() -> str:
@@ -64,7 +71,9 @@ def create_memory_search_tool(
     then the config's `configurable`; the conversation from the `thread_id`), so one user's
     episodes never reach another user's run, whatever the model writes in its arguments. The
     search is an `EpisodicRetriever` run under the tool's run, so tracing sees the query and
-    the documents. The tool answers with the `<recalled_episodes>` block.
+    the documents. The tool answers with the `<recalled_episodes>` block; its `ToolMessage`
+    carries the artifact `{"episodex_memory_search": <episodes shown>}`, by which the
+    middleware records the reply as `[recalled N episodes]`, not as this conversation's words.
 
     When the memory cannot be searched (engine or embedder failure) the failure is logged and
     the tool tells the model so, rather than raising out of the agent's run.
@@ -116,25 +125,25 @@ def create_memory_search_tool(
     check_ids(explicit)
     check_max_tokens(max_tokens)
 
-    def search(query: str, config: RunnableConfig) -> str:
+    def search(query: str, config: RunnableConfig) -> tuple[str, dict[str, int]]:
         scope = run_scope(explicit, config)
         try:
             block = recall_block(
                 core, scope, query, options=options, max_tokens=max_tokens, config=config
             )
         except Exception:
-            return _unavailable()
-        return block or NOTHING_FOUND
+            return _reply(_unavailable())
+        return _reply(block or NOTHING_FOUND)
 
-    async def asearch(query: str, config: RunnableConfig) -> str:
+    async def asearch(query: str, config: RunnableConfig) -> tuple[str, dict[str, int]]:
         scope = run_scope(explicit, config)
         try:
             block = await arecall_block(
                 core, scope, query, options=options, max_tokens=max_tokens, config=config
             )
         except Exception:
-            return _unavailable()
-        return block or NOTHING_FOUND
+            return _reply(_unavailable())
+        return _reply(block or NOTHING_FOUND)
 
     return StructuredTool.from_function(
         func=search,
@@ -142,4 +151,5 @@ def create_memory_search_tool(
         name=name,
         description=description,
         args_schema=_SearchArgs,
+        response_format="content_and_artifact",
     )

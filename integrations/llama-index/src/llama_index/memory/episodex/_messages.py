@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock, ToolCallBlock
@@ -12,6 +13,7 @@ __all__ = [
     "latest_user_text",
     "message_lines",
     "message_text",
+    "recorded_text",
     "session_of",
     "speaker_name",
     "tools_called",
@@ -21,6 +23,35 @@ __all__ = [
 def message_text(message: ChatMessage) -> str:
     """The text blocks of one message, joined; images, audio and tool calls are left out."""
     return "\n".join(block.text for block in message.blocks if isinstance(block, TextBlock)).strip()
+
+
+# The episodex memory tool's reply: a rendered recall. Stored text is XML-escaped inside it, so
+# no episode can close it early or open a line with `<episode `.
+_RECALL = r"<recalled_episodes>\n.*?\n</recalled_episodes>"
+_TOOL_REPLY = re.compile(_RECALL, re.DOTALL)
+# A ReActAgent keeps each tool's reply in its reasoning, as an `Observation:` line.
+_OBSERVATION = re.compile(rf"^Observation: ({_RECALL})$", re.DOTALL | re.MULTILINE)
+
+
+def _recalled(block: str) -> str:
+    count = sum(line.startswith("<episode ") for line in block.splitlines())
+    return f"[recalled {count} episode{'' if count == 1 else 's'}]"
+
+
+def recorded_text(message: ChatMessage) -> str:
+    """The text a message is recorded with: the memory search tool's reply as a marker.
+
+    That reply holds earlier conversations' episodes: recorded as they are, they would be
+    recalled as said in this conversation (and stored again after every search). A tool
+    message that is one `<recalled_episodes>` block, and such a block a `ReActAgent` kept as
+    an observation, become `[recalled N episodes]`; every other text is recorded as it is.
+    """
+    text = message_text(message)
+    if message.role == MessageRole.TOOL and _TOOL_REPLY.fullmatch(text):
+        return _recalled(text)
+    if message.role == MessageRole.ASSISTANT and "Observation: <recalled_episodes>" in text:
+        return _OBSERVATION.sub(lambda m: f"Observation: {_recalled(m.group(1))}", text)
+    return text
 
 
 def latest_user_text(messages: Sequence[ChatMessage] | None) -> str:
@@ -82,7 +113,7 @@ def message_lines(
     return [
         message_line(
             message.role.value,
-            message_text(message),
+            recorded_text(message),
             tool_calls=[b.tool_name for b in message.blocks if isinstance(b, ToolCallBlock)]
             if message.role == MessageRole.ASSISTANT
             else (),
