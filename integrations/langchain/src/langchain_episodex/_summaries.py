@@ -14,7 +14,7 @@ from __future__ import annotations
 import html
 import json
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from episodex import LLMCallable, SpanEpisode, ValidationError, message_line, span_episodes
 from langchain_core.messages import (
@@ -43,17 +43,39 @@ SEARCH_ARTIFACT = "episodex_memory_search"
 
 
 def message_text(value: object) -> str:
-    """The text of a message, a string, or a `{"content": ...}` mapping."""
+    """The text of a message, a string, or a `{"content": ...}` mapping.
+
+    A mapping's content blocks (OpenAI style, `[{"type": "text", "text": ...}, ...]`) are read
+    as a message's are (`BaseMessage.text`): text blocks and strings joined, other blocks
+    (images, audio, tool calls) left out.
+    """
     if isinstance(value, str):
         return value
     if isinstance(value, BaseMessage):
         return str(value.text)
     if isinstance(value, Mapping) and "content" in value:
         content: Any = value["content"]  # pyright: ignore[reportUnknownVariableType]
-        return content if isinstance(content, str) else str(content)
+        if isinstance(content, str):
+            return content
+        if isinstance(content, list | tuple):
+            return _blocks_text(cast("Sequence[object]", content))
+        return str(content)  # pyright: ignore[reportUnknownArgumentType]
     raise ValidationError(
         f"cannot read text from a {type(value).__name__}: give a string or a LangChain message"
     )
+
+
+def _blocks_text(blocks: Sequence[object]) -> str:
+    # The rule of `BaseMessage.text`, for blocks no message was built from.
+    parts: list[str] = []
+    for block in blocks:
+        if isinstance(block, str):
+            parts.append(block)
+        elif isinstance(block, Mapping) and block.get("type") == "text":  # pyright: ignore[reportUnknownMemberType]
+            text: object = block.get("text")  # pyright: ignore[reportUnknownMemberType]
+            if isinstance(text, str):
+                parts.append(text)
+    return "".join(parts)
 
 
 def answer_value(value: object) -> object:
