@@ -198,8 +198,13 @@ class EpisodicConversationMemory(BaseMemory):
         # The values themselves, not their text: a message's `name` is one of the speakers.
         asked = self._pick_value(inputs, self.input_key, "input")
         # A parsed output (a dict, a model) is recorded as its JSON: refused, the chain would
-        # fail after the model answered and lose the answer.
-        answered = answer_value(self._pick_value(outputs, self.output_key, "output"))
+        # fail after the model answered and lose the answer. For the same reason data with no
+        # JSON (keys JSON cannot hold, a dict that contains itself) is recorded as its text.
+        output = self._pick_value(outputs, self.output_key, "output")
+        try:
+            answered = answer_value(output)
+        except ValidationError:
+            answered = str(output)
         question = message_text(asked)
         scope = self._scope()
         assert scope.conversation_id is not None  # _scope always names one

@@ -14,7 +14,7 @@ from langchain_episodex._context import WHERE, run_scope
 from langchain_episodex._options import check_recall_options, core_memory
 from langchain_episodex._recall import arecall_block, recall_block
 from langchain_episodex._settings import check_ids, check_max_tokens
-from langchain_episodex._summaries import exchange_episodes, message_text
+from langchain_episodex._summaries import answer_value, exchange_episodes, message_text
 
 __all__ = ["arecord_exchange", "recall_episodes", "record_exchange"]
 
@@ -142,13 +142,18 @@ async def arecord_exchange(
     Args:
         memory: The core memory.
         question: The user's message (a string or a message).
-        answer: The chain's output (a string or a message).
+        answer: The chain's output: a string, a message, or parsed data (a dict, a list, a
+            pydantic model), recorded as its JSON as the classic memory records it.
         user_id: The user (None: from `config`).
         agent_id: The agent (None: from `config`).
         conversation_id: The conversation (None: from `config`, its `configurable` or its
             `thread_id`).
         config: The config the chain ran with.
         tools_invoked: Tools the chain called.
+
+    Raises:
+        ValidationError: The question has no text, a value has none to read, or parsed data
+            has no JSON (it contains itself, or has keys JSON cannot hold); nothing is stored.
     """
     core = _memory(memory)
     scope = run_scope(
@@ -178,7 +183,7 @@ async def arecord_exchange(
                 "speakers": list(episode.speakers),
                 "metadata": {"source": "langchain-lcel"},
             }
-            for episode in exchange_episodes(question, answer, tools)
+            for episode in exchange_episodes(question, answer_value(answer), tools)
         ]
     )
     return ids[0]

@@ -11,6 +11,8 @@ episodes: it is recorded as a `[recalled N episodes]` marker, never as words of 
 
 from __future__ import annotations
 
+import datetime
+import enum
 import html
 import json
 from collections.abc import Collection, Mapping, Sequence
@@ -78,23 +80,38 @@ def _blocks_text(blocks: Sequence[object]) -> str:
     return "".join(parts)
 
 
+# What output parsers answer with (JSON, pydantic, list, boolean, datetime and enum parsers).
+_PARSED = (BaseModel, Mapping, list, tuple, int, float, datetime.date, datetime.time, enum.Enum)
+
+
 def answer_value(value: object) -> object:
     """A chain's output as `exchange_episodes` takes it: parsed data becomes its JSON text.
 
-    A classic chain with an output parser (`JsonOutputParser`, `PydanticOutputParser`, a list
-    parser) hands its memory a dict, a list or a model, not text. The memory is called after
-    the model answered, so refusing such an output would fail the chain and lose the answer;
-    it is recorded as JSON instead. Text, messages and `{"content": ...}` mappings are
-    returned unchanged.
+    A chain with an output parser (`JsonOutputParser`, `PydanticOutputParser`, a list parser)
+    answers with a dict, a list or a model, not text: the classic memory and
+    `record_exchange` record it as its JSON. Text, messages and `{"content": ...}` mappings
+    are returned unchanged.
+
+    Raises:
+        ValidationError: A value that is no parsed data (a generator, a future: its text
+            would only be its repr), or data with no JSON text: it contains itself, or has
+            keys JSON cannot hold (a tuple).
     """
     if isinstance(value, str | BaseMessage) or (isinstance(value, Mapping) and "content" in value):
         return value
-    if isinstance(value, BaseModel):
-        return value.model_dump_json()
+    if not isinstance(value, _PARSED) and value is not None:
+        raise ValidationError(
+            f"cannot record the answer, a {type(value).__name__}: give text, a message or "
+            "parsed data (a dict, a list, a pydantic model)"
+        )
     try:
+        if isinstance(value, BaseModel):
+            return value.model_dump_json()
         return json.dumps(value, ensure_ascii=False, default=_json_default)
-    except ValueError:  # a value that contains itself
-        return str(value)
+    except (ValueError, TypeError, RecursionError) as exc:
+        raise ValidationError(
+            f"cannot record the answer, a {type(value).__name__}, as text: it has no JSON ({exc})"
+        ) from None
 
 
 def _json_default(value: object) -> object:
