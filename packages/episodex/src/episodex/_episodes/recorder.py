@@ -112,6 +112,7 @@ class EpisodeRecorder:
         self._counts = {"recorded": 0, "write_failures": 0, "rejected": 0, "dropped": 0}
         self._recall_failures = 0
         self._last_error: str | None = None
+        self._spilled_seen = 0  # the spill file's count when it was last readable
         self._wake = threading.Event()
         self._idle = threading.Event()
         self._idle.set()
@@ -270,6 +271,7 @@ class EpisodeRecorder:
                 raise
             return True
         except OSError as exc:
+            self._last_error = f"{type(exc).__name__}: {exc}"
             logger.error("could not spill episode %s: %s", episode.point_id, exc)
             return False
         finally:
@@ -277,10 +279,23 @@ class EpisodeRecorder:
                 os.close(fd)
 
     def _spilled_count(self) -> int:
-        if self.spill_path is None or not self.spill_path.exists():
+        """The episodes waiting in the spill file; holds `_lock`.
+
+        Never raises: `stats()` and `flush()` run after the model answered. A file that cannot
+        be read (an I/O error, a folder in its place) counts as it last did, and the error is
+        kept in `last_error`.
+        """
+        if self.spill_path is None:
             return 0
-        with self.spill_path.open("rb") as fh:
-            return sum(1 for line in fh if line.strip())
+        try:
+            if not self.spill_path.exists():
+                self._spilled_seen = 0
+                return 0
+            with self.spill_path.open("rb") as fh:
+                self._spilled_seen = sum(1 for line in fh if line.strip())
+        except OSError as exc:
+            self._spill_failed_locked("counting", exc)
+        return self._spilled_seen
 
     def _take_spilled(self) -> list[ConversationEpisode]:
         """The episodes of the spill file; raises `OSError` when the file cannot be read."""
@@ -303,7 +318,10 @@ class EpisodeRecorder:
     def _spill_failed_locked(self, doing: str, exc: OSError) -> None:
         # Called holding `_lock`. The spilled episodes stay in the file for the next write;
         # the caller, who already has the model's answer, never hears of it.
-        self._last_error = f"{type(exc).__name__}: {exc}"
+        error = f"{type(exc).__name__}: {exc}"
+        if doing == "counting" and error == self._last_error:
+            return  # `stats()` may be called after every exchange: logged once, not each time
+        self._last_error = error
         logger.error("spill file %s: %s failed, tried again later: %s", self.spill_path, doing, exc)
 
     async def _write_pending(self) -> set[str]:
@@ -379,9 +397,11 @@ class EpisodeRecorder:
         logger.warning("recording %d episode(s) failed; kept for retry: %s", count, exc)
 
     def _forget_spilled(self, written: set[str]) -> None:
-        if self.spill_path is None or not self.spill_path.exists():
+        if self.spill_path is None:
             return
         try:
+            if not self.spill_path.exists():
+                return
             left = [ep for ep in self._take_spilled() if ep.point_id not in written]
             if not left:
                 self.spill_path.unlink(missing_ok=True)

@@ -1,0 +1,105 @@
+"""The recorder's `stats()` and `flush()` never raise for its spill file.
+
+Adapters call `stats()` and `flush()` after the model has answered (LangChain's classic memory
+checks `stats().pending` after every exchange), so neither may raise for a store or disk
+failure.
+
+`stats()` counted the spill file's lines by opening it, and raised `OSError` when it could not
+be read at all (an I/O error, or a spill path that is a folder); `flush()` returns
+`stats().pending`, so it raised too. Now both report what they can and keep the error in
+`last_error`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from episodex import EngineUnavailableError, EpisodeRecorder, EpisodicMemory
+from episodex.testing import HashEmbedder
+
+
+@pytest.fixture
+def memory() -> Iterator[EpisodicMemory]:
+    mem = EpisodicMemory(location=":memory:", embedder=HashEmbedder(), splade=False)
+    yield mem
+    mem.close()
+
+
+def _episode(n: int, **extra: Any) -> dict[str, Any]:
+    return {
+        "short_summary": f"question {n}",
+        "long_summary": f"User asked question {n}; the agent answered it.",
+        "user_id": "u1",
+        "agent_id": "support",
+        "conversation_id": "c1",
+        **extra,
+    }
+
+
+def _stored(memory: EpisodicMemory, user_id: str = "u1") -> list[str]:
+    return sorted(
+        r["short_summary_text"]
+        for r in memory.store.read_recent(1000, user_id=user_id, agent_id="support")
+    )
+
+
+class Down:
+    """The store's writes fail while `down` (a server that is restarting)."""
+
+    def __init__(self, memory: EpisodicMemory) -> None:
+        self.real = memory.store.memorize_many
+        self.down = True
+
+    def __call__(self, episodes: Any, **kwargs: Any) -> list[str]:
+        if self.down:
+            raise EngineUnavailableError("connection refused (injected)")
+        return self.real(episodes, **kwargs)
+
+
+# -- stats() and flush() never raise for the spill file ----------------------------------
+
+
+async def test_a_spill_path_that_is_a_folder_never_makes_stats_or_flush_raise(
+    memory: EpisodicMemory, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    spill = tmp_path / "pending"
+    spill.mkdir()  # a path meant for a folder of spill files, given as the file
+    recorder = EpisodeRecorder(memory, spill_path=spill)
+    assert await recorder.record(**_episode(1)) is not None
+    stats = recorder.stats()
+    assert (stats.recorded, stats.pending, stats.spilled) == (1, 0, 0)
+    assert "IsADirectoryError" in (stats.last_error or "")
+    assert await recorder.flush() == 0
+    # While the store is down, what the queue cannot hold cannot be spilled there: dropped,
+    # counted, and the reason kept.
+    store = Down(memory)
+    monkeypatch.setattr(memory.store, "memorize_many", store)
+    small = EpisodeRecorder(memory, max_pending=1, spill_path=spill)
+    await small.record(**_episode(2))
+    await small.record(**_episode(3))
+    assert await small.flush() == 1
+    stats = small.stats()
+    assert (stats.pending, stats.dropped, stats.write_failures) == (1, 1, 3)
+    store.down = False
+    assert await small.flush() == 0
+    assert _stored(memory) == ["question 1", "question 3"]
+
+
+async def test_a_spill_file_that_cannot_be_read_never_makes_stats_or_flush_raise(
+    memory: EpisodicMemory,
+) -> None:
+    # Every read of this file fails with EIO, as a file on a failing disk does.
+    unreadable = Path("/proc/self/mem")
+    with pytest.raises(OSError, match="Input/output error"), unreadable.open("rb") as fh:
+        fh.readline()
+    recorder = EpisodeRecorder(memory, spill_path=unreadable)
+    assert await recorder.record(**_episode(1)) is not None
+    stats = recorder.stats()
+    assert (stats.recorded, stats.pending, stats.spilled) == (1, 0, 0)
+    assert "Input/output error" in (stats.last_error or "")
+    assert await recorder.flush() == 0
+    assert await recorder.aclose() == 0
+    assert _stored(memory) == ["question 1"]
