@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
 from collections.abc import Generator
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,6 +30,7 @@ __all__ = [
     "drop_server_collections",
     "open_memory",
     "parse_export",
+    "remount",
     "server_prefix",
     "snapshot",
     "total_points",
@@ -76,3 +78,8 @@ def snapshot(memory: EpisodicMemory) -> list[dict[str, Any]]:
 def parse_export(text: str) -> list[dict[str, Any]]:
     """The records of a JSONL export."""
     return [json.loads(line) for line in io.StringIO(text) if line.strip()]
+
+
+def remount(disk: Path, mode: str) -> None:
+    """Remount the tmpfs of the `spill_disk` fixture `ro` or `rw`."""
+    subprocess.run(["mount", "-o", f"remount,{mode}", str(disk)], check=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,3 +32,25 @@ def lessons() -> Iterator[StepLessonMemory]:
     memory = EpisodicMemory(location=":memory:", embedder=HashEmbedder(), splade=False)
     yield StepLessonMemory.from_memory(memory)
     memory.close()
+
+
+@pytest.fixture
+def spill_disk(tmp_path: Path) -> Iterator[Path]:
+    """A small tmpfs of its own, so the test can turn it read-only (we run as root)."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mount = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(disk)],
+        capture_output=True,
+        text=True,
+    )
+    if mount.returncode != 0:
+        pytest.fail(
+            "READ-ONLY SPILL TEST NOT RUN: cannot mount a tmpfs here "
+            f"({mount.stderr.strip() or mount.returncode}); run it as root on a machine that "
+            "allows tmpfs mounts"
+        )
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", str(disk)], check=False)

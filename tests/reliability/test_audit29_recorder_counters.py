@@ -1,13 +1,18 @@
-"""The recorder's `stats()` and `flush()` never raise for its spill file.
+"""The recorder's `stats()` and `flush()` never raise for its spill file, and count honestly.
 
 Adapters call `stats()` and `flush()` after the model has answered (LangChain's classic memory
 checks `stats().pending` after every exchange), so neither may raise for a store or disk
-failure.
+failure. Two flaws remained:
 
-`stats()` counted the spill file's lines by opening it, and raised `OSError` when it could not
-be read at all (an I/O error, or a spill path that is a folder); `flush()` returns
-`stats().pending`, so it raised too. Now both report what they can and keep the error in
-`last_error`.
+- `stats()` counted the spill file's lines by opening it, and raised `OSError` when it could
+  not be read at all (an I/O error, or a spill path that is a folder); `flush()` returns
+  `stats().pending`, so it raised too. Now both report what they can and keep the error in
+  `last_error`.
+- Once the episodes of the spill file were stored, a rewrite of the file that failed (a
+  read-only disk) left them there: they were still reported as pending, stored again and
+  counted in `recorded` again (or refused and counted in `rejected` again) on the next flush,
+  and an episode the user forgot meanwhile came back. Now an episode is counted once, and one
+  that is stored is never written again from the spill file.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from typing import Any
 import pytest
 from episodex import EngineUnavailableError, EpisodeRecorder, EpisodicMemory
 from episodex.testing import HashEmbedder
+
+from ._support import remount
 
 
 @pytest.fixture
@@ -103,3 +110,75 @@ async def test_a_spill_file_that_cannot_be_read_never_makes_stats_or_flush_raise
     assert await recorder.flush() == 0
     assert await recorder.aclose() == 0
     assert _stored(memory) == ["question 1"]
+
+
+# -- an episode is counted once, and never written again from the spill file ------------
+
+
+async def test_stored_spilled_episodes_are_counted_once_when_the_spill_file_is_read_only(
+    memory: EpisodicMemory, monkeypatch: pytest.MonkeyPatch, spill_disk: Path
+) -> None:
+    spill = spill_disk / "pending.jsonl"
+    store = Down(memory)
+    monkeypatch.setattr(memory.store, "memorize_many", store)
+    recorder = EpisodeRecorder(memory, max_pending=1, spill_path=spill)
+    await recorder.record(**_episode(1))
+    await recorder.record(**_episode(2))  # question 1 is spilled
+    remount(spill_disk, "ro")
+    store.down = False
+    # Both are stored; the spill file cannot be rewritten, but nothing waits any more.
+    assert await recorder.flush() == 0
+    stats = recorder.stats()
+    assert (stats.recorded, stats.pending, stats.spilled) == (2, 0, 0)
+    assert "Read-only" in (stats.last_error or "")
+    remount(spill_disk, "rw")
+    await recorder.record(**_episode(3))
+    assert await recorder.flush() == 0
+    assert recorder.stats().recorded == 3
+    assert not spill.exists()
+    assert _stored(memory) == ["question 1", "question 2", "question 3"]
+
+
+async def test_a_forgotten_episode_does_not_come_back_from_a_read_only_spill_file(
+    memory: EpisodicMemory, monkeypatch: pytest.MonkeyPatch, spill_disk: Path
+) -> None:
+    spill = spill_disk / "pending.jsonl"
+    store = Down(memory)
+    monkeypatch.setattr(memory.store, "memorize_many", store)
+    recorder = EpisodeRecorder(memory, max_pending=1, spill_path=spill)
+    await recorder.record(**_episode(1))
+    await recorder.record(**_episode(2))  # question 1 is spilled
+    remount(spill_disk, "ro")
+    store.down = False
+    await recorder.flush()
+    # The user clears the conversation (LangChain's classic memory flushes, then forgets).
+    await memory.forget(user_id="u1", agent_id="support", conversation_id="c1")
+    remount(spill_disk, "rw")
+    await recorder.record(**_episode(3, conversation_id="c2"))
+    assert await recorder.flush() == 0
+    assert _stored(memory) == ["question 3"]
+    assert recorder.stats().recorded == 3
+    assert not spill.exists()
+
+
+async def test_a_spilled_episode_the_store_refuses_is_counted_once(
+    memory: EpisodicMemory, monkeypatch: pytest.MonkeyPatch, spill_disk: Path
+) -> None:
+    taken = "7c1f4e0a-5d6b-4a8e-9f3c-2b1a0e9d8c7b"
+    await memory.memorize(**_episode(0, user_id="u2", point_id=taken))  # another user's point
+    spill = spill_disk / "pending.jsonl"
+    store = Down(memory)
+    monkeypatch.setattr(memory.store, "memorize_many", store)
+    recorder = EpisodeRecorder(memory, max_pending=1, spill_path=spill)
+    await recorder.record(**_episode(1, point_id=taken))  # refused once the store is back
+    await recorder.record(**_episode(2))  # question 1 is spilled
+    remount(spill_disk, "ro")
+    store.down = False
+    assert await recorder.flush() == 0
+    assert (recorder.stats().recorded, recorder.stats().rejected) == (1, 1)
+    remount(spill_disk, "rw")
+    assert await recorder.flush() == 0
+    assert (recorder.stats().recorded, recorder.stats().rejected) == (1, 1)
+    assert not spill.exists()
+    assert _stored(memory) == ["question 2"]
+    assert _stored(memory, "u2") == ["question 0"]

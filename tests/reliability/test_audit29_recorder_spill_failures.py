@@ -7,12 +7,11 @@ after the model has answered and which must never raise: a line of bytes that ar
 episode, and a disk that had gone read-only (what a file system does after I/O errors) raised
 `OSError` once the episodes were stored, and, in deferred mode, ended the background writer.
 Now the bad line is skipped like a torn one, and a spill file that cannot be rewritten keeps
-its stored episodes until the next flush (rewritten under their own ids, never doubled).
+its stored episodes until the next flush (taken out then, never stored twice).
 """
 
 from __future__ import annotations
 
-import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,38 +21,14 @@ import pytest
 from episodex import EngineUnavailableError, EpisodeRecorder, EpisodicMemory
 from episodex.testing import HashEmbedder
 
+from ._support import remount
+
 
 @pytest.fixture
 def memory() -> Iterator[EpisodicMemory]:
     mem = EpisodicMemory(location=":memory:", embedder=HashEmbedder(), splade=False)
     yield mem
     mem.close()
-
-
-@pytest.fixture
-def spill_disk(tmp_path: Path) -> Iterator[Path]:
-    """A small tmpfs of its own, so the test can turn it read-only (we run as root)."""
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    mount = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(disk)],
-        capture_output=True,
-        text=True,
-    )
-    if mount.returncode != 0:
-        pytest.fail(
-            "READ-ONLY SPILL TEST NOT RUN: cannot mount a tmpfs here "
-            f"({mount.stderr.strip() or mount.returncode}); run it as root on a machine that "
-            "allows tmpfs mounts"
-        )
-    try:
-        yield disk
-    finally:
-        subprocess.run(["umount", str(disk)], check=False)
-
-
-def _remount(disk: Path, mode: str) -> None:
-    subprocess.run(["mount", "-o", f"remount,{mode}", str(disk)], check=True)
 
 
 def _episode(n: int) -> dict[str, Any]:
@@ -113,14 +88,15 @@ async def test_a_read_only_spill_disk_never_raises_and_loses_nothing(
     recorder = EpisodeRecorder(memory, max_pending=1, spill_path=spill)
     await recorder.record(**_episode(1))
     await recorder.record(**_episode(2))  # question 1 is spilled
-    _remount(spill_disk, "ro")
+    remount(spill_disk, "ro")
     store.down = False
-    # Both are stored; the spill file cannot be rewritten, so question 1 waits there.
-    assert await recorder.flush() == 1
+    # Both are stored; the spill file cannot be rewritten, so question 1's line stays there
+    # (no longer pending: it is never written again, `test_audit29_recorder_counters.py`).
+    assert await recorder.flush() == 0
     assert _stored(memory) == ["question 1", "question 2"]
     assert "Read-only" in (recorder.stats().last_error or "")
     assert await recorder.record(**_episode(3)) is not None
-    _remount(spill_disk, "rw")
+    remount(spill_disk, "rw")
     assert await recorder.flush() == 0
     assert not spill.exists()
     assert _stored(memory) == ["question 1", "question 2", "question 3"]  # none twice
@@ -141,12 +117,12 @@ async def test_the_background_writer_outlives_a_read_only_spill_disk(
         await recorder.record(**_episode(1))
         await recorder.record(**_episode(2))  # question 1 is spilled
         assert await recorder.flush() == 2  # still down
-        _remount(spill_disk, "ro")
+        remount(spill_disk, "ro")
         store.down = False
-        assert await recorder.flush() == 1  # stored; question 1 waits in the spill file
+        assert await recorder.flush() == 0  # stored; question 1's line stays in the file
         assert _writer_alive()
         assert _stored(memory) == ["question 1", "question 2"]
-        _remount(spill_disk, "rw")
+        remount(spill_disk, "rw")
         await recorder.record(**_episode(3))
         assert await recorder.flush() == 0
         assert _stored(memory) == ["question 1", "question 2", "question 3"]

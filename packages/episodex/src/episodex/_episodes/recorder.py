@@ -113,6 +113,9 @@ class EpisodeRecorder:
         self._recall_failures = 0
         self._last_error: str | None = None
         self._spilled_seen = 0  # the spill file's count when it was last readable
+        # Spilled episodes stored (or refused) whose lines a failed rewrite left in the file,
+        # by point id: never written, counted or reported pending again.
+        self._settled: dict[str, ConversationEpisode] = {}
         self._wake = threading.Event()
         self._idle = threading.Event()
         self._idle.set()
@@ -292,10 +295,25 @@ class EpisodeRecorder:
                 self._spilled_seen = 0
                 return 0
             with self.spill_path.open("rb") as fh:
-                self._spilled_seen = sum(1 for line in fh if line.strip())
+                self._spilled_seen = sum(
+                    1 for line in fh if line.strip() and not self._settled_line(line)
+                )
         except OSError as exc:
             self._spill_failed_locked("counting", exc)
         return self._spilled_seen
+
+    def _is_settled(self, episode: ConversationEpisode) -> bool:
+        # The same episode, not only the same id: one recorded again under its id (a new
+        # version) is written.
+        return episode.point_id is not None and self._settled.get(episode.point_id) == episode
+
+    def _settled_line(self, line: bytes) -> bool:
+        if not self._settled:
+            return False
+        try:
+            return self._is_settled(ConversationEpisode.parse(read_json(line)))
+        except (ValueError, ValidationError):
+            return False
 
     def _take_spilled(self) -> list[ConversationEpisode]:
         """The episodes of the spill file; raises `OSError` when the file cannot be read."""
@@ -336,17 +354,23 @@ class EpisodeRecorder:
                     # Unreadable for now: what is in memory is still written.
                     self._spill_failed_locked("reading", exc)
                     spilled = []
+                if self._settled:
+                    # Stored before: written again, a forgotten one would come back.
+                    spilled = [ep for ep in spilled if not self._is_settled(ep)]
+                    self._forget_spilled(set(), [])
                 batch = [*spilled, *self._pending]
             if not batch:
                 return set()
             try:
-                return self._write_batch(batch)
+                return self._write_batch(batch, spilled)
             finally:
                 with self._lock:
                     self._trim_locked()
 
-    def _write_batch(self, batch: list[ConversationEpisode]) -> set[str]:
-        """Write `batch` (spilled first, then queued); the ids now stored."""
+    def _write_batch(
+        self, batch: list[ConversationEpisode], spilled: list[ConversationEpisode]
+    ) -> set[str]:
+        """Write `batch` (`spilled`, read from the spill file, then queued); the ids stored."""
         try:
             self.memory.store.memorize_many(batch)
         except ValidationError:
@@ -366,7 +390,7 @@ class EpisodeRecorder:
             # By id, not by position: episodes queued or spilled meanwhile stay.
             done = written | rejected
             self._pending = deque(ep for ep in self._pending if ep.point_id not in done)
-            self._forget_spilled(done)
+            self._forget_spilled(done, [ep for ep in spilled if ep.point_id in done])
         return written
 
     def _write_each(self, batch: list[ConversationEpisode]) -> tuple[set[str], set[str]]:
@@ -396,13 +420,24 @@ class EpisodeRecorder:
             self._last_error = f"{type(exc).__name__}: {exc}"
         logger.warning("recording %d episode(s) failed; kept for retry: %s", count, exc)
 
-    def _forget_spilled(self, written: set[str]) -> None:
+    def _forget_spilled(self, done: set[str], settled: list[ConversationEpisode]) -> None:
+        """Take out of the spill file the episodes `done` (stored or refused) and settled.
+
+        Holds `_lock`. `settled` are those of `done` read from the file: if it cannot be
+        rewritten, they are remembered as settled, so they are neither written nor counted
+        again while their lines stay there.
+        """
         if self.spill_path is None:
             return
         try:
             if not self.spill_path.exists():
+                self._settled.clear()
                 return
-            left = [ep for ep in self._take_spilled() if ep.point_id not in written]
+            left = [
+                ep
+                for ep in self._take_spilled()
+                if ep.point_id not in done and not self._is_settled(ep)
+            ]
             if not left:
                 self.spill_path.unlink(missing_ok=True)
                 return
@@ -411,9 +446,12 @@ class EpisodeRecorder:
                     json.dumps(ep.model_dump(mode="json"), ensure_ascii=True) + "\n" for ep in left
                 )
         except OSError as exc:
-            # A read-only or full disk: the stored episodes stay in the file and are written
-            # again on the next flush, under their own ids (replaced, never doubled).
+            # A read-only or full disk: the stored episodes stay in the file until a later
+            # flush can rewrite it; until then they are known as settled.
+            self._settled.update((ep.point_id, ep) for ep in settled if ep.point_id is not None)
             self._spill_failed_locked("removing the stored episodes", exc)
+        else:
+            self._settled.clear()
 
     def _run_worker(self) -> None:
         while True:
