@@ -21,12 +21,14 @@ from episodex import (
     EpisodicMemory,
     JSONLTaskStore,
     QdrantTaskStore,
+    StoreClosedError,
     StoreFileError,
     Task,
     TaskResult,
     TaskStore,
     ValidationError,
     default_embedder,
+    open_engine,
 )
 from episodex._tasks.store import episode_point_id
 from episodex.plan import Filter, Match
@@ -322,6 +324,56 @@ async def test_file_stores_persist_across_reopen(kind: str, tmp_path: Path) -> N
         assert ids(await second.search("miles to kilometres", k=1)) == ["t-miles"]
     finally:
         close(second)
+
+
+@pytest.mark.parametrize("kind", ["jsonl", *BACKENDS])
+async def test_a_closed_store_refuses_every_call_and_closes_twice(
+    kind: str, tmp_path: Path
+) -> None:
+    # Like a closed EpisodicMemory: every call raises StoreClosedError, whatever the backend
+    # (a closed JSONL store answered from its stale copy of a file another store may write).
+    path, options = engine_options("edge" if kind == "jsonl" else kind, tmp_path)
+
+    def reopen() -> JSONLTaskStore | QdrantTaskStore:
+        if kind == "jsonl":
+            return JSONLTaskStore(tmp_path)
+        return QdrantTaskStore(
+            path=None if path is None else str(path), embedder=default_embedder(), **options
+        )
+
+    store = reopen()
+    for ep in corpus()[:2]:
+        await store.write(ep)
+    store.close()
+    store.close()  # closing twice is fine
+    calls = {
+        "write": lambda: store.write(corpus()[2]),
+        "read_recent": lambda: store.read_recent(3),
+        "read_recent(0)": lambda: store.read_recent(0),
+        "count": lambda: store.count(),
+        "search": lambda: store.search("miles to kilometres", k=3),
+        "search(k=0)": lambda: store.search("miles to kilometres", k=0),
+        "summary": lambda: store.summary(),
+        "delete": lambda: store.delete("e-t-miles"),
+        "delete a missing one": lambda: store.delete("e-nowhere"),
+        "update": lambda: store.update(corpus()[0].replace(rollout="again")),
+    }
+    if isinstance(store, JSONLTaskStore):
+        calls["compact"] = store.compact
+    for name, call in calls.items():
+        with pytest.raises(StoreClosedError):
+            await call()
+            pytest.fail(f"{name} of a closed {kind} store did not raise")
+    if kind in ("jsonl", "edge"):
+        reopened = reopen()
+        try:
+            assert ids(await reopened.read_recent(5)) == ["t-sales", "t-miles"]  # unchanged
+        finally:
+            reopened.close()
+    elif kind == "server":
+        engine = open_engine(**options)
+        drop_server_collections(engine)
+        engine.close()
 
 
 # -- JSONL -------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, TypeVar
 
-from episodex._common.errors import EngineError, EngineUnavailableError
+from episodex._common.errors import EngineError, EngineUnavailableError, StoreClosedError
 from episodex._engines.base import (
     STAGING_MARK,
     StreamRanks,
@@ -249,14 +249,22 @@ class QdrantClientEngine:
         return f"{self._prefix}{collection}"
 
     def _call(self, what: str, fn: Callable[[], T]) -> T:
-        if self._closed:
-            raise EngineError("the store is closed")
         delay = self._backoff
         for attempt in range(self._retries + 1):
             try:
                 with self._lock:
+                    # Checked under the lock `close` takes: a call never meets a client
+                    # closed under it, and a closed engine refuses as the embedded one does.
+                    if self._closed:
+                        raise StoreClosedError("the store is closed; open it again")
                     return fn()
+            except StoreClosedError:
+                raise
             except Exception as exc:
+                if self._closed:  # a server client closed under the call (no lock there)
+                    raise StoreClosedError(
+                        f"{what} failed: the store was closed while it ran; open it again"
+                    ) from exc
                 if not _transient(exc):
                     raise EngineError(f"{what} failed: {exc}") from exc
                 if attempt == self._retries:
@@ -513,7 +521,9 @@ class QdrantClientEngine:
         """A no-op: the server optimizes in the background."""
 
     def close(self) -> None:
-        """Close the client; idempotent."""
-        if not self._closed:
+        """Close the client (after a call under way in local mode); idempotent."""
+        with self._lock:
+            if self._closed:
+                return
             self._closed = True
-            self._client.close()
+        self._client.close()

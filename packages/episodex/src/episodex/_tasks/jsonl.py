@@ -288,7 +288,10 @@ class JSONLTaskStore(BaseMemoryStore):
         return torn
 
     def close(self) -> None:
-        """Release the file for another store object or process (idempotent)."""
+        """Release the file for another store object or process (idempotent).
+
+        Every later call of this store raises `StoreClosedError`.
+        """
         with self._lock:  # not while a change is being written
             self._closed = True
             self._file_lock.release()
@@ -299,11 +302,16 @@ class JSONLTaskStore(BaseMemoryStore):
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def _check_writable(self) -> None:
-        # Every change, the compaction too: a closed store no longer holds the file, and
-        # another store may write it now; its stale index must not replace that file.
+    def _check_open(self) -> None:
+        # Every call, reads too: a closed store no longer holds the file, and another store
+        # may write it now, so its index is a stale copy to answer from.
         if self._closed:
-            raise StoreClosedError("the task store is closed")
+            raise StoreClosedError(f"the task store of {self.path} is closed; open it again")
+
+    def _check_writable(self) -> None:
+        # Every change, the compaction too: a closed store's stale index must not replace
+        # the file another store writes now.
+        self._check_open()
         self._file_lock.check()
 
     def _append(self, record: Mapping[str, Any]) -> None:
@@ -380,6 +388,7 @@ class JSONLTaskStore(BaseMemoryStore):
 
     def _update(self, episode: Episode) -> None:
         with self._lock:
+            self._check_open()
             old = self._entries.get(episode.id_)
             if old is None:
                 raise EpisodeNotFoundError(f"no episode {episode.id_!r} in {self.path}")
@@ -394,6 +403,7 @@ class JSONLTaskStore(BaseMemoryStore):
 
     def _delete(self, id_: str) -> None:
         with self._lock:
+            self._check_open()
             if id_ not in self._entries:
                 raise EpisodeNotFoundError(f"no episode {id_!r} in {self.path}")
             self._append({"op": "delete", "id_": id_})
@@ -409,6 +419,7 @@ class JSONLTaskStore(BaseMemoryStore):
     ) -> list[Episode]:
         q = self._bm25.query(query)
         with self._lock:
+            self._check_open()
             n = len(self._entries)
             # Okapi BM25 as Qdrant's IDF modifier computes it, over the live episodes.
             idf = {
@@ -450,11 +461,14 @@ class JSONLTaskStore(BaseMemoryStore):
         """The `n` episodes completed last, newest first (ties: the later written first)."""
         n = require_int("n", n)
         with self._lock:
+            self._check_open()
             return [e.episode for e in self._ordered()[:n]]
 
     async def count(self) -> int:
         """How many episodes are stored."""
-        return len(self._entries)
+        with self._lock:
+            self._check_open()
+            return len(self._entries)
 
     async def search(
         self, query: str, k: int = 3, **options: Unpack[TaskSearchOptions]
@@ -487,6 +501,7 @@ class JSONLTaskStore(BaseMemoryStore):
     async def summary(self) -> str:
         """What is held: count, date range, newest and oldest."""
         with self._lock:
+            self._check_open()
             ordered = self._ordered()
         newest = ordered[0].episode if ordered else None
         oldest = ordered[-1].episode if ordered else None

@@ -11,6 +11,7 @@ from typing import Any, Unpack
 from episodex._common.errors import (
     ConfigurationError,
     EpisodeNotFoundError,
+    StoreClosedError,
     ValidationError,
 )
 from episodex._common.host import EngineHost
@@ -158,6 +159,7 @@ class QdrantTaskStore(BaseMemoryStore):
         self.stage1_limit = require_int("stage1_limit", stage1_limit, error=ConfigurationError) or 1
         self.embedder: Embedder = resolve_embedder(embedder)
         self._owns_engine = engine is None
+        self._closed = False
         if engine is None:
             engine = open_engine(path=os.fspath(path) if path is not None else None, **options)
         self.engine: Engine = engine
@@ -332,6 +334,14 @@ class QdrantTaskStore(BaseMemoryStore):
             oldest[0] if oldest else None,
         )
 
+    def _check_open(self) -> None:
+        # Before any work: a call that needs no engine (`k=0`, `n=0`) refuses too, as the
+        # engine refuses every other one.
+        if self._closed:
+            raise StoreClosedError(
+                f"the task store (collection {self.collection!r}) is closed; open it again"
+            )
+
     # -- the store protocol --------------------------------------------------------------
 
     async def write(self, episode: Episode, embedded_text: str | None = None) -> None:
@@ -342,16 +352,19 @@ class QdrantTaskStore(BaseMemoryStore):
             embedded_text: The text embedded and BM25-indexed instead of the instruction,
                 result, additional data and error.
         """
+        self._check_open()
         episode = episode_arg(episode)
         text = None if embedded_text is None else embedded_text_arg(episode, embedded_text)
         await in_thread(self._write, episode, text)
 
     async def read_recent(self, n: int) -> list[Episode]:
         """The `n` episodes completed last, newest first."""
+        self._check_open()
         return await asyncio.to_thread(self._recent, require_int("n", n))
 
     async def count(self) -> int:
         """How many episodes are stored."""
+        self._check_open()
         return await asyncio.to_thread(self.engine.count, self.collection, self._scope)
 
     async def search(
@@ -365,6 +378,7 @@ class QdrantTaskStore(BaseMemoryStore):
             **options: `TaskSearchOptions`: `filter`, `score_threshold`, `mode`,
                 `dense_weight`, `bm25_weight`, `rrf_k`.
         """
+        self._check_open()
         query, k = search_args(query, k, options, self.SEARCH_OPTIONS, "QdrantTaskStore")
         flt, threshold, mode, weights, rrf_k = self._search_options(options)
         return await asyncio.to_thread(
@@ -407,21 +421,29 @@ class QdrantTaskStore(BaseMemoryStore):
 
     async def summary(self) -> str:
         """What is held: count, date range, newest and oldest."""
+        self._check_open()
         return await asyncio.to_thread(self._summary)
 
     async def delete(self, id_: str) -> None:
         """Delete the episode with this id; `EpisodeNotFoundError` if there is none."""
+        self._check_open()
         await in_thread(self._delete, id_arg(id_))
 
     async def update(self, episode: Episode) -> None:
         """Replace the stored episode with this one's id; `EpisodeNotFoundError` if none."""
+        self._check_open()
         await in_thread(self._update, episode_arg(episode))
 
     def close(self) -> None:
-        """Close the engine if this store opened it (after a write under way); idempotent."""
+        """Close the engine if this store opened it (after a write under way); idempotent.
+
+        Every later call of such a store raises `StoreClosedError`. An engine given with
+        `engine=` or `memory=` belongs to whoever opened it, and stays open.
+        """
         if self._owns_engine:
             # A write whose caller gave up goes on in its thread: let it finish its steps.
             with self._write_lock:
+                self._closed = True
                 self.engine.close()
 
     async def aclose(self) -> None:
