@@ -18,7 +18,7 @@ from conformance.backends import (
     server_prefix,
 )
 from conformance.backends import drop_server_collections as drop_engine_collections
-from episodex import EpisodicMemory
+from episodex import EngineUnavailableError, EpisodicMemory
 from episodex.plan import Filter
 
 # The backend registry is re-exported: the reliability tests take their backends from here.
@@ -27,12 +27,15 @@ __all__ = [
     "COLLECTION",
     "QDRANT_API_KEY",
     "QDRANT_URL",
+    "StoreDown",
     "drop_server_collections",
     "open_memory",
     "parse_export",
+    "recorder_episode",
     "remount",
     "server_prefix",
     "snapshot",
+    "stored_summaries",
     "total_points",
 ]
 
@@ -83,3 +86,36 @@ def parse_export(text: str) -> list[dict[str, Any]]:
 def remount(disk: Path, mode: str) -> None:
     """Remount the tmpfs of the `spill_disk` fixture `ro` or `rw`."""
     subprocess.run(["mount", "-o", f"remount,{mode}", str(disk)], check=True)
+
+
+def recorder_episode(n: int, **extra: Any) -> dict[str, Any]:
+    """Episode `n` of user u1's conversation c1 with `support`, as the recorder tests queue it."""
+    return {
+        "short_summary": f"question {n}",
+        "long_summary": f"User asked question {n}; the agent answered it.",
+        "user_id": "u1",
+        "agent_id": "support",
+        "conversation_id": "c1",
+        **extra,
+    }
+
+
+def stored_summaries(memory: EpisodicMemory, user_id: str = "u1") -> list[str]:
+    """The short summaries of everything the user's `support` agent has stored, sorted."""
+    return sorted(
+        r["short_summary_text"]
+        for r in memory.store.read_recent(1000, user_id=user_id, agent_id="support")
+    )
+
+
+class StoreDown:
+    """Put in place of `memory.store.memorize_many`: writes fail while `down` (a restart)."""
+
+    def __init__(self, memory: EpisodicMemory) -> None:
+        self.real = memory.store.memorize_many
+        self.down = True
+
+    def __call__(self, episodes: Any, **kwargs: Any) -> list[str]:
+        if self.down:
+            raise EngineUnavailableError("connection refused (injected)")
+        return self.real(episodes, **kwargs)

@@ -19,13 +19,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from episodex import EngineUnavailableError, EpisodeRecorder, EpisodicMemory
+from episodex import EpisodeRecorder, EpisodicMemory
 from episodex.testing import HashEmbedder
 
-from ._support import remount
+from ._support import StoreDown, recorder_episode, remount, stored_summaries
 
 
 @pytest.fixture
@@ -33,37 +32,6 @@ def memory() -> Iterator[EpisodicMemory]:
     mem = EpisodicMemory(location=":memory:", embedder=HashEmbedder(), splade=False)
     yield mem
     mem.close()
-
-
-def _episode(n: int, **extra: Any) -> dict[str, Any]:
-    return {
-        "short_summary": f"question {n}",
-        "long_summary": f"User asked question {n}; the agent answered it.",
-        "user_id": "u1",
-        "agent_id": "support",
-        "conversation_id": "c1",
-        **extra,
-    }
-
-
-def _stored(memory: EpisodicMemory, user_id: str = "u1") -> list[str]:
-    return sorted(
-        r["short_summary_text"]
-        for r in memory.store.read_recent(1000, user_id=user_id, agent_id="support")
-    )
-
-
-class Down:
-    """The store's writes fail while `down` (a server that is restarting)."""
-
-    def __init__(self, memory: EpisodicMemory) -> None:
-        self.real = memory.store.memorize_many
-        self.down = True
-
-    def __call__(self, episodes: Any, **kwargs: Any) -> list[str]:
-        if self.down:
-            raise EngineUnavailableError("connection refused (injected)")
-        return self.real(episodes, **kwargs)
 
 
 # -- stats() and flush() never raise for the spill file ----------------------------------
@@ -75,24 +43,24 @@ async def test_a_spill_path_that_is_a_folder_never_makes_stats_or_flush_raise(
     spill = tmp_path / "pending"
     spill.mkdir()  # a path meant for a folder of spill files, given as the file
     recorder = EpisodeRecorder(memory, spill_path=spill)
-    assert await recorder.record(**_episode(1)) is not None
+    assert await recorder.record(**recorder_episode(1)) is not None
     stats = recorder.stats()
     assert (stats.recorded, stats.pending, stats.spilled) == (1, 0, 0)
     assert "IsADirectoryError" in (stats.last_error or "")
     assert await recorder.flush() == 0
     # While the store is down, what the queue cannot hold cannot be spilled there: dropped,
     # counted, and the reason kept.
-    store = Down(memory)
+    store = StoreDown(memory)
     monkeypatch.setattr(memory.store, "memorize_many", store)
     small = EpisodeRecorder(memory, max_pending=1, spill_path=spill)
-    await small.record(**_episode(2))
-    await small.record(**_episode(3))
+    await small.record(**recorder_episode(2))
+    await small.record(**recorder_episode(3))
     assert await small.flush() == 1
     stats = small.stats()
     assert (stats.pending, stats.dropped, stats.write_failures) == (1, 1, 3)
     store.down = False
     assert await small.flush() == 0
-    assert _stored(memory) == ["question 1", "question 3"]
+    assert stored_summaries(memory) == ["question 1", "question 3"]
 
 
 async def test_a_spill_file_that_cannot_be_read_never_makes_stats_or_flush_raise(
@@ -103,13 +71,13 @@ async def test_a_spill_file_that_cannot_be_read_never_makes_stats_or_flush_raise
     with pytest.raises(OSError, match="Input/output error"), unreadable.open("rb") as fh:
         fh.readline()
     recorder = EpisodeRecorder(memory, spill_path=unreadable)
-    assert await recorder.record(**_episode(1)) is not None
+    assert await recorder.record(**recorder_episode(1)) is not None
     stats = recorder.stats()
     assert (stats.recorded, stats.pending, stats.spilled) == (1, 0, 0)
     assert "Input/output error" in (stats.last_error or "")
     assert await recorder.flush() == 0
     assert await recorder.aclose() == 0
-    assert _stored(memory) == ["question 1"]
+    assert stored_summaries(memory) == ["question 1"]
 
 
 # -- an episode is counted once, and never written again from the spill file ------------
@@ -119,11 +87,11 @@ async def test_stored_spilled_episodes_are_counted_once_when_the_spill_file_is_r
     memory: EpisodicMemory, monkeypatch: pytest.MonkeyPatch, spill_disk: Path
 ) -> None:
     spill = spill_disk / "pending.jsonl"
-    store = Down(memory)
+    store = StoreDown(memory)
     monkeypatch.setattr(memory.store, "memorize_many", store)
     recorder = EpisodeRecorder(memory, max_pending=1, spill_path=spill)
-    await recorder.record(**_episode(1))
-    await recorder.record(**_episode(2))  # question 1 is spilled
+    await recorder.record(**recorder_episode(1))
+    await recorder.record(**recorder_episode(2))  # question 1 is spilled
     remount(spill_disk, "ro")
     store.down = False
     # Both are stored; the spill file cannot be rewritten, but nothing waits any more.
@@ -132,31 +100,31 @@ async def test_stored_spilled_episodes_are_counted_once_when_the_spill_file_is_r
     assert (stats.recorded, stats.pending, stats.spilled) == (2, 0, 0)
     assert "Read-only" in (stats.last_error or "")
     remount(spill_disk, "rw")
-    await recorder.record(**_episode(3))
+    await recorder.record(**recorder_episode(3))
     assert await recorder.flush() == 0
     assert recorder.stats().recorded == 3
     assert not spill.exists()
-    assert _stored(memory) == ["question 1", "question 2", "question 3"]
+    assert stored_summaries(memory) == ["question 1", "question 2", "question 3"]
 
 
 async def test_a_forgotten_episode_does_not_come_back_from_a_read_only_spill_file(
     memory: EpisodicMemory, monkeypatch: pytest.MonkeyPatch, spill_disk: Path
 ) -> None:
     spill = spill_disk / "pending.jsonl"
-    store = Down(memory)
+    store = StoreDown(memory)
     monkeypatch.setattr(memory.store, "memorize_many", store)
     recorder = EpisodeRecorder(memory, max_pending=1, spill_path=spill)
-    await recorder.record(**_episode(1))
-    await recorder.record(**_episode(2))  # question 1 is spilled
+    await recorder.record(**recorder_episode(1))
+    await recorder.record(**recorder_episode(2))  # question 1 is spilled
     remount(spill_disk, "ro")
     store.down = False
     await recorder.flush()
     # The user clears the conversation (LangChain's classic memory flushes, then forgets).
     await memory.forget(user_id="u1", agent_id="support", conversation_id="c1")
     remount(spill_disk, "rw")
-    await recorder.record(**_episode(3, conversation_id="c2"))
+    await recorder.record(**recorder_episode(3, conversation_id="c2"))
     assert await recorder.flush() == 0
-    assert _stored(memory) == ["question 3"]
+    assert stored_summaries(memory) == ["question 3"]
     assert recorder.stats().recorded == 3
     assert not spill.exists()
 
@@ -165,13 +133,15 @@ async def test_a_spilled_episode_the_store_refuses_is_counted_once(
     memory: EpisodicMemory, monkeypatch: pytest.MonkeyPatch, spill_disk: Path
 ) -> None:
     taken = "7c1f4e0a-5d6b-4a8e-9f3c-2b1a0e9d8c7b"
-    await memory.memorize(**_episode(0, user_id="u2", point_id=taken))  # another user's point
+    await memory.memorize(
+        **recorder_episode(0, user_id="u2", point_id=taken)
+    )  # another user's point
     spill = spill_disk / "pending.jsonl"
-    store = Down(memory)
+    store = StoreDown(memory)
     monkeypatch.setattr(memory.store, "memorize_many", store)
     recorder = EpisodeRecorder(memory, max_pending=1, spill_path=spill)
-    await recorder.record(**_episode(1, point_id=taken))  # refused once the store is back
-    await recorder.record(**_episode(2))  # question 1 is spilled
+    await recorder.record(**recorder_episode(1, point_id=taken))  # refused once the store is back
+    await recorder.record(**recorder_episode(2))  # question 1 is spilled
     remount(spill_disk, "ro")
     store.down = False
     assert await recorder.flush() == 0
@@ -180,5 +150,5 @@ async def test_a_spilled_episode_the_store_refuses_is_counted_once(
     assert await recorder.flush() == 0
     assert (recorder.stats().recorded, recorder.stats().rejected) == (1, 1)
     assert not spill.exists()
-    assert _stored(memory) == ["question 2"]
-    assert _stored(memory, "u2") == ["question 0"]
+    assert stored_summaries(memory) == ["question 2"]
+    assert stored_summaries(memory, "u2") == ["question 0"]

@@ -13,8 +13,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from episodex import EngineUnavailableError, EpisodeRecorder, EpisodicMemory
+from episodex import EpisodeRecorder, EpisodicMemory
 from episodex.testing import HashEmbedder
+
+from ._support import StoreDown, recorder_episode, stored_summaries
 
 
 @pytest.fixture
@@ -25,42 +27,14 @@ def memory() -> Iterator[EpisodicMemory]:
 
 
 def _episode(n: int) -> dict[str, Any]:
-    return {
-        "short_summary": f"question {n}",
-        "long_summary": f"User asked question {n}; the agent answered it.",
-        "user_id": "u1",
-        "agent_id": "support",
-        "conversation_id": "c1",
-        "start_index": 2 * n,
-        "end_index": 2 * n + 1,
-    }
-
-
-def _stored(memory: EpisodicMemory) -> list[str]:
-    return sorted(
-        r["short_summary_text"]
-        for r in memory.store.read_recent(1000, user_id="u1", agent_id="support")
-    )
-
-
-class Down:
-    """The store's writes fail while `down` (a server that is restarting)."""
-
-    def __init__(self, memory: EpisodicMemory) -> None:
-        self.real = memory.store.memorize_many
-        self.down = True
-
-    def __call__(self, episodes: Any, **kwargs: Any) -> list[str]:
-        if self.down:
-            raise EngineUnavailableError("connection refused (injected)")
-        return self.real(episodes, **kwargs)
+    return recorder_episode(n, start_index=2 * n, end_index=2 * n + 1)
 
 
 async def test_a_span_longer_than_the_bound_is_stored_whole(memory: EpisodicMemory) -> None:
     recorder = EpisodeRecorder(memory, max_pending=2)
     ids = await recorder.record_many([_episode(n) for n in (1, 2, 3)])
     assert None not in ids
-    assert _stored(memory) == ["question 1", "question 2", "question 3"]
+    assert stored_summaries(memory) == ["question 1", "question 2", "question 3"]
     stats = recorder.stats()
     assert (stats.recorded, stats.dropped, stats.pending) == (3, 0, 0)
 
@@ -68,7 +42,7 @@ async def test_a_span_longer_than_the_bound_is_stored_whole(memory: EpisodicMemo
 async def test_the_turn_after_an_outage_keeps_the_backlog(
     memory: EpisodicMemory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = Down(memory)
+    store = StoreDown(memory)
     monkeypatch.setattr(memory.store, "memorize_many", store)
     recorder = EpisodeRecorder(memory, max_pending=2)
     await recorder.record(**_episode(1))
@@ -76,14 +50,14 @@ async def test_the_turn_after_an_outage_keeps_the_backlog(
     assert recorder.stats().pending == 2  # the queue is full, nothing lost yet
     store.down = False
     assert await recorder.record(**_episode(3)) is not None
-    assert _stored(memory) == ["question 1", "question 2", "question 3"]
+    assert stored_summaries(memory) == ["question 1", "question 2", "question 3"]
     assert recorder.stats().dropped == 0
 
 
 async def test_the_bound_still_holds_while_the_store_fails(
     memory: EpisodicMemory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = Down(memory)
+    store = StoreDown(memory)
     monkeypatch.setattr(memory.store, "memorize_many", store)
     recorder = EpisodeRecorder(memory, max_pending=2)
     assert await recorder.record_many([_episode(n) for n in (1, 2, 3)]) == [None] * 3
@@ -91,4 +65,4 @@ async def test_the_bound_still_holds_while_the_store_fails(
     assert (stats.pending, stats.dropped) == (2, 1)
     store.down = False
     assert await recorder.flush() == 0
-    assert _stored(memory) == ["question 2", "question 3"]
+    assert stored_summaries(memory) == ["question 2", "question 3"]

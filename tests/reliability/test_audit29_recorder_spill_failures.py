@@ -15,13 +15,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from episodex import EngineUnavailableError, EpisodeRecorder, EpisodicMemory
+from episodex import EpisodeRecorder, EpisodicMemory
 from episodex.testing import HashEmbedder
 
-from ._support import remount
+from ._support import StoreDown, recorder_episode, remount, stored_summaries
 
 
 @pytest.fixture
@@ -31,51 +30,21 @@ def memory() -> Iterator[EpisodicMemory]:
     mem.close()
 
 
-def _episode(n: int) -> dict[str, Any]:
-    return {
-        "short_summary": f"question {n}",
-        "long_summary": f"User asked question {n}; the agent answered it.",
-        "user_id": "u1",
-        "agent_id": "support",
-        "conversation_id": "c1",
-    }
-
-
-def _stored(memory: EpisodicMemory) -> list[str]:
-    return sorted(
-        r["short_summary_text"]
-        for r in memory.store.read_recent(1000, user_id="u1", agent_id="support")
-    )
-
-
-class Down:
-    """The store's writes fail while `down` (a server that is restarting)."""
-
-    def __init__(self, memory: EpisodicMemory) -> None:
-        self.real = memory.store.memorize_many
-        self.down = True
-
-    def __call__(self, episodes: Any, **kwargs: Any) -> list[str]:
-        if self.down:
-            raise EngineUnavailableError("connection refused (injected)")
-        return self.real(episodes, **kwargs)
-
-
 async def test_a_spill_line_that_is_not_utf8_does_not_hold_back_the_others(
     memory: EpisodicMemory, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     spill = tmp_path / "pending.jsonl"
-    store = Down(memory)
+    store = StoreDown(memory)
     monkeypatch.setattr(memory.store, "memorize_many", store)
     recorder = EpisodeRecorder(memory, max_pending=1, spill_path=spill)
-    await recorder.record(**_episode(1))
-    await recorder.record(**_episode(2))  # question 1 is spilled
+    await recorder.record(**recorder_episode(1))
+    await recorder.record(**recorder_episode(2))  # question 1 is spilled
     with spill.open("ab") as fh:
         fh.write(b'\xff\xfe{"short_summary": "gar\n')  # bytes a bad disk left
-    await recorder.record(**_episode(3))  # question 2 is spilled after it
+    await recorder.record(**recorder_episode(3))  # question 2 is spilled after it
     store.down = False
     assert await recorder.flush() == 0
-    assert _stored(memory) == ["question 1", "question 2", "question 3"]
+    assert stored_summaries(memory) == ["question 1", "question 2", "question 3"]
     assert not spill.exists()
 
 
@@ -83,23 +52,23 @@ async def test_a_read_only_spill_disk_never_raises_and_loses_nothing(
     memory: EpisodicMemory, monkeypatch: pytest.MonkeyPatch, spill_disk: Path
 ) -> None:
     spill = spill_disk / "pending.jsonl"
-    store = Down(memory)
+    store = StoreDown(memory)
     monkeypatch.setattr(memory.store, "memorize_many", store)
     recorder = EpisodeRecorder(memory, max_pending=1, spill_path=spill)
-    await recorder.record(**_episode(1))
-    await recorder.record(**_episode(2))  # question 1 is spilled
+    await recorder.record(**recorder_episode(1))
+    await recorder.record(**recorder_episode(2))  # question 1 is spilled
     remount(spill_disk, "ro")
     store.down = False
     # Both are stored; the spill file cannot be rewritten, so question 1's line stays there
     # (no longer pending: it is never written again, `test_audit29_recorder_counters.py`).
     assert await recorder.flush() == 0
-    assert _stored(memory) == ["question 1", "question 2"]
+    assert stored_summaries(memory) == ["question 1", "question 2"]
     assert "Read-only" in (recorder.stats().last_error or "")
-    assert await recorder.record(**_episode(3)) is not None
+    assert await recorder.record(**recorder_episode(3)) is not None
     remount(spill_disk, "rw")
     assert await recorder.flush() == 0
     assert not spill.exists()
-    assert _stored(memory) == ["question 1", "question 2", "question 3"]  # none twice
+    assert stored_summaries(memory) == ["question 1", "question 2", "question 3"]  # none twice
 
 
 def _writer_alive() -> bool:
@@ -110,21 +79,21 @@ async def test_the_background_writer_outlives_a_read_only_spill_disk(
     memory: EpisodicMemory, monkeypatch: pytest.MonkeyPatch, spill_disk: Path
 ) -> None:
     spill = spill_disk / "pending.jsonl"
-    store = Down(memory)
+    store = StoreDown(memory)
     monkeypatch.setattr(memory.store, "memorize_many", store)
     recorder = EpisodeRecorder(memory, max_pending=1, spill_path=spill, deferred=True)
     try:
-        await recorder.record(**_episode(1))
-        await recorder.record(**_episode(2))  # question 1 is spilled
+        await recorder.record(**recorder_episode(1))
+        await recorder.record(**recorder_episode(2))  # question 1 is spilled
         assert await recorder.flush() == 2  # still down
         remount(spill_disk, "ro")
         store.down = False
         assert await recorder.flush() == 0  # stored; question 1's line stays in the file
         assert _writer_alive()
-        assert _stored(memory) == ["question 1", "question 2"]
+        assert stored_summaries(memory) == ["question 1", "question 2"]
         remount(spill_disk, "rw")
-        await recorder.record(**_episode(3))
+        await recorder.record(**recorder_episode(3))
         assert await recorder.flush() == 0
-        assert _stored(memory) == ["question 1", "question 2", "question 3"]
+        assert stored_summaries(memory) == ["question 1", "question 2", "question 3"]
     finally:
         assert await recorder.aclose() == 0

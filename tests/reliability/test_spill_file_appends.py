@@ -17,8 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from episodex import EngineUnavailableError, EpisodeRecorder, EpisodicMemory
+from episodex import EpisodeRecorder, EpisodicMemory
 from episodex.testing import HashEmbedder
+
+from ._support import StoreDown, recorder_episode, stored_summaries
 
 
 @pytest.fixture
@@ -29,41 +31,17 @@ def memory() -> Iterator[EpisodicMemory]:
 
 
 def _episode(n: int) -> dict[str, Any]:
-    return {
-        "short_summary": f"question {n}",
-        "long_summary": f"User asked question {n}; the agent answered it. " + "x" * 400,
-        "user_id": "u1",
-        "agent_id": "support",
-        "conversation_id": "c1",
-    }
-
-
-def _stored(memory: EpisodicMemory) -> list[str]:
-    return sorted(
-        r["short_summary_text"]
-        for r in memory.store.read_recent(1000, user_id="u1", agent_id="support")
+    return recorder_episode(
+        n, long_summary=f"User asked question {n}; the agent answered it. " + "x" * 400
     )
-
-
-class Down:
-    """The store's writes fail while `down` (a server that is restarting)."""
-
-    def __init__(self, memory: EpisodicMemory) -> None:
-        self.real = memory.store.memorize_many
-        self.down = True
-
-    def __call__(self, episodes: Any, **kwargs: Any) -> list[str]:
-        if self.down:
-            raise EngineUnavailableError("connection refused (injected)")
-        return self.real(episodes, **kwargs)
 
 
 def _down_recorder(
     memory: EpisodicMemory, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> tuple[Path, Down, EpisodeRecorder]:
+) -> tuple[Path, StoreDown, EpisodeRecorder]:
     """A recorder that keeps one episode in RAM and spills the rest, over a store that is down."""
     spill = tmp_path / "pending.jsonl"
-    store = Down(memory)
+    store = StoreDown(memory)
     monkeypatch.setattr(memory.store, "memorize_many", store)
     return spill, store, EpisodeRecorder(memory, max_pending=1, spill_path=spill)
 
@@ -80,7 +58,7 @@ async def test_an_episode_spilled_after_a_torn_line_comes_back(
     assert json.loads(spilled)["short_summary"] == "question 1"
     store.down = False
     assert await recorder.flush() == 0
-    assert _stored(memory) == ["question 1", "question 2"]
+    assert stored_summaries(memory) == ["question 1", "question 2"]
 
 
 async def test_an_append_cut_short_is_taken_back(
@@ -106,4 +84,4 @@ async def test_an_append_cut_short_is_taken_back(
     await recorder.record(**_episode(4))  # question 3 is spilled, on a line of its own
     store.down = False
     assert await recorder.flush() == 0
-    assert _stored(memory) == ["question 1", "question 3", "question 4"]
+    assert stored_summaries(memory) == ["question 1", "question 3", "question 4"]
