@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conformance.backends import (
     BACKENDS,
     QDRANT_API_KEY,
@@ -36,6 +37,7 @@ __all__ = [
     "server_prefix",
     "snapshot",
     "stored_summaries",
+    "tmpfs",
     "total_points",
 ]
 
@@ -81,6 +83,28 @@ def snapshot(memory: EpisodicMemory) -> list[dict[str, Any]]:
 def parse_export(text: str) -> list[dict[str, Any]]:
     """The records of a JSONL export."""
     return [json.loads(line) for line in io.StringIO(text) if line.strip()]
+
+
+@contextmanager
+def tmpfs(folder: Path, size: str, what: str) -> Generator[Path]:
+    """A tmpfs of `size` mounted on `folder` (made here) while in use; fails the test if the
+    machine allows no mount (the tests that need one run as root, as CI does)."""
+    folder.mkdir()
+    mount = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
+        capture_output=True,
+        text=True,
+    )
+    if mount.returncode != 0:
+        pytest.fail(
+            f"{what} NOT RUN: cannot mount a {size} tmpfs here "
+            f"({mount.stderr.strip() or mount.returncode}); run it as root on a machine that "
+            "allows tmpfs mounts"
+        )
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], check=False)
 
 
 def remount(disk: Path, mode: str) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,7 +9,7 @@ import pytest
 from episodex import EpisodicMemory, StepLessonMemory, default_embedder
 from episodex.testing import HashEmbedder
 
-from ._support import BACKENDS, open_memory
+from ._support import BACKENDS, open_memory, tmpfs
 
 
 @pytest.fixture(params=BACKENDS)
@@ -37,20 +36,5 @@ def lessons() -> Iterator[StepLessonMemory]:
 @pytest.fixture
 def spill_disk(tmp_path: Path) -> Iterator[Path]:
     """A small tmpfs of its own, so the test can turn it read-only (we run as root)."""
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    mount = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(disk)],
-        capture_output=True,
-        text=True,
-    )
-    if mount.returncode != 0:
-        pytest.fail(
-            "READ-ONLY SPILL TEST NOT RUN: cannot mount a tmpfs here "
-            f"({mount.stderr.strip() or mount.returncode}); run it as root on a machine that "
-            "allows tmpfs mounts"
-        )
-    try:
+    with tmpfs(tmp_path / "disk", "4m", "READ-ONLY SPILL TEST") as disk:
         yield disk
-    finally:
-        subprocess.run(["umount", str(disk)], check=False)

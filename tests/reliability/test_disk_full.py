@@ -23,6 +23,8 @@ import pytest
 from episodex import ConfigurationError, EpisodicMemory, StorageFullError
 from episodex.testing import HashEmbedder
 
+from ._support import tmpfs
+
 TESTS = Path(__file__).resolve().parents[1]
 MiB = 1024 * 1024
 
@@ -102,23 +104,8 @@ _FILL = textwrap.dedent(
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    mount = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=40m", "tmpfs", str(disk)],
-        capture_output=True,
-        text=True,
-    )
-    if mount.returncode != 0:
-        pytest.fail(
-            "DISK-FULL TEST NOT RUN: cannot mount a 40 MiB tmpfs here "
-            f"({mount.stderr.strip() or mount.returncode}); run it as root on a machine that "
-            "allows tmpfs mounts"
-        )
-    try:
+    with tmpfs(tmp_path / "disk", "40m", "DISK-FULL TEST") as disk:
         yield disk
-    finally:
-        subprocess.run(["umount", str(disk)], check=False)
 
 
 def _run(folder: Path, min_free: int, batch: int) -> dict[str, Any]:
