@@ -139,6 +139,13 @@ class StoreDown:
         self.real = memory.store.memorize_many
         self.down = True
 
+    @classmethod
+    def put_in(cls, memory: EpisodicMemory, monkeypatch: pytest.MonkeyPatch) -> StoreDown:
+        """Take the place of `memory`'s store writes for the test; returns the switch."""
+        down = cls(memory)
+        monkeypatch.setattr(memory.store, "memorize_many", down)
+        return down
+
     def __call__(self, episodes: Any, **kwargs: Any) -> list[str]:
         if self.down:
             raise EngineUnavailableError("connection refused (injected)")

@@ -50,8 +50,7 @@ async def test_a_spill_path_that_is_a_folder_never_makes_stats_or_flush_raise(
     assert await recorder.flush() == 0
     # While the store is down, what the queue cannot hold cannot be spilled there: dropped,
     # counted, and the reason kept.
-    store = StoreDown(memory)
-    monkeypatch.setattr(memory.store, "memorize_many", store)
+    store = StoreDown.put_in(memory, monkeypatch)
     small = EpisodeRecorder(memory, max_pending=1, spill_path=spill)
     await small.record(**recorder_episode(2))
     await small.record(**recorder_episode(3))
@@ -87,8 +86,7 @@ async def test_stored_spilled_episodes_are_counted_once_when_the_spill_file_is_r
     memory: EpisodicMemory, monkeypatch: pytest.MonkeyPatch, spill_disk: Path
 ) -> None:
     spill = spill_disk / "pending.jsonl"
-    store = StoreDown(memory)
-    monkeypatch.setattr(memory.store, "memorize_many", store)
+    store = StoreDown.put_in(memory, monkeypatch)
     recorder = EpisodeRecorder(memory, max_pending=1, spill_path=spill)
     await recorder.record(**recorder_episode(1))
     await recorder.record(**recorder_episode(2))  # question 1 is spilled
@@ -111,8 +109,7 @@ async def test_a_forgotten_episode_does_not_come_back_from_a_read_only_spill_fil
     memory: EpisodicMemory, monkeypatch: pytest.MonkeyPatch, spill_disk: Path
 ) -> None:
     spill = spill_disk / "pending.jsonl"
-    store = StoreDown(memory)
-    monkeypatch.setattr(memory.store, "memorize_many", store)
+    store = StoreDown.put_in(memory, monkeypatch)
     recorder = EpisodeRecorder(memory, max_pending=1, spill_path=spill)
     await recorder.record(**recorder_episode(1))
     await recorder.record(**recorder_episode(2))  # question 1 is spilled
@@ -137,8 +134,7 @@ async def test_a_spilled_episode_the_store_refuses_is_counted_once(
         **recorder_episode(0, user_id="u2", point_id=taken)
     )  # another user's point
     spill = spill_disk / "pending.jsonl"
-    store = StoreDown(memory)
-    monkeypatch.setattr(memory.store, "memorize_many", store)
+    store = StoreDown.put_in(memory, monkeypatch)
     recorder = EpisodeRecorder(memory, max_pending=1, spill_path=spill)
     await recorder.record(**recorder_episode(1, point_id=taken))  # refused once the store is back
     await recorder.record(**recorder_episode(2))  # question 1 is spilled

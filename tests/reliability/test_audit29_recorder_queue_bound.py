@@ -42,8 +42,7 @@ async def test_a_span_longer_than_the_bound_is_stored_whole(memory: EpisodicMemo
 async def test_the_turn_after_an_outage_keeps_the_backlog(
     memory: EpisodicMemory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = StoreDown(memory)
-    monkeypatch.setattr(memory.store, "memorize_many", store)
+    store = StoreDown.put_in(memory, monkeypatch)
     recorder = EpisodeRecorder(memory, max_pending=2)
     await recorder.record(**_episode(1))
     await recorder.record(**_episode(2))
@@ -57,8 +56,7 @@ async def test_the_turn_after_an_outage_keeps_the_backlog(
 async def test_the_bound_still_holds_while_the_store_fails(
     memory: EpisodicMemory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = StoreDown(memory)
-    monkeypatch.setattr(memory.store, "memorize_many", store)
+    store = StoreDown.put_in(memory, monkeypatch)
     recorder = EpisodeRecorder(memory, max_pending=2)
     assert await recorder.record_many([_episode(n) for n in (1, 2, 3)]) == [None] * 3
     stats = recorder.stats()

@@ -34,8 +34,7 @@ async def test_a_spill_line_that_is_not_utf8_does_not_hold_back_the_others(
     memory: EpisodicMemory, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     spill = tmp_path / "pending.jsonl"
-    store = StoreDown(memory)
-    monkeypatch.setattr(memory.store, "memorize_many", store)
+    store = StoreDown.put_in(memory, monkeypatch)
     recorder = EpisodeRecorder(memory, max_pending=1, spill_path=spill)
     await recorder.record(**recorder_episode(1))
     await recorder.record(**recorder_episode(2))  # question 1 is spilled
@@ -52,8 +51,7 @@ async def test_a_read_only_spill_disk_never_raises_and_loses_nothing(
     memory: EpisodicMemory, monkeypatch: pytest.MonkeyPatch, spill_disk: Path
 ) -> None:
     spill = spill_disk / "pending.jsonl"
-    store = StoreDown(memory)
-    monkeypatch.setattr(memory.store, "memorize_many", store)
+    store = StoreDown.put_in(memory, monkeypatch)
     recorder = EpisodeRecorder(memory, max_pending=1, spill_path=spill)
     await recorder.record(**recorder_episode(1))
     await recorder.record(**recorder_episode(2))  # question 1 is spilled
@@ -79,8 +77,7 @@ async def test_the_background_writer_outlives_a_read_only_spill_disk(
     memory: EpisodicMemory, monkeypatch: pytest.MonkeyPatch, spill_disk: Path
 ) -> None:
     spill = spill_disk / "pending.jsonl"
-    store = StoreDown(memory)
-    monkeypatch.setattr(memory.store, "memorize_many", store)
+    store = StoreDown.put_in(memory, monkeypatch)
     recorder = EpisodeRecorder(memory, max_pending=1, spill_path=spill, deferred=True)
     try:
         await recorder.record(**recorder_episode(1))

@@ -41,8 +41,7 @@ def _down_recorder(
 ) -> tuple[Path, StoreDown, EpisodeRecorder]:
     """A recorder that keeps one episode in RAM and spills the rest, over a store that is down."""
     spill = tmp_path / "pending.jsonl"
-    store = StoreDown(memory)
-    monkeypatch.setattr(memory.store, "memorize_many", store)
+    store = StoreDown.put_in(memory, monkeypatch)
     return spill, store, EpisodeRecorder(memory, max_pending=1, spill_path=spill)
 
 
