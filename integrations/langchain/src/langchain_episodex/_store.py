@@ -122,7 +122,7 @@ class EpisodexStore(BaseStore):
             if (
                 isinstance(weight, bool)
                 or not isinstance(weight, int | float)  # pyright: ignore[reportUnnecessaryIsInstance]
-                or not math.isfinite(weight)
+                or not _finite(weight)
                 or weight < 0
             ):
                 raise ConfigurationError(f"{label} must be a finite number >= 0, got {weight!r}")
@@ -315,3 +315,11 @@ def _item(item: StoredItem) -> Item:
         created_at=item.created_at,
         updated_at=item.updated_at,
     )
+
+
+def _finite(value: float) -> bool:
+    """Whether `value` is finite; False for an int too large to be a float (not an error)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False

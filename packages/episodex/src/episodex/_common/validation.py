@@ -17,6 +17,7 @@ __all__ = [
     "MAX_ID_LENGTH",
     "describe_validation_error",
     "id_problem",
+    "is_finite",
     "json_object",
     "parse_model",
     "require_id",
@@ -79,6 +80,18 @@ def read_json(text: str | bytes) -> Any:
     except RecursionError:
         doc = text if isinstance(text, str) else text.decode("utf-8", "replace")
         raise json.JSONDecodeError("nested too deeply to read", doc[:100], 0) from None
+
+
+def is_finite(value: float) -> bool:
+    """`math.isfinite`, and False for an int too large to be a float.
+
+    `math.isfinite(10**400)` raises a raw `OverflowError`: every check of a user's number goes
+    through here, so such a number is refused with the check's own typed error.
+    """
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def storable_text(value: str, where: str = "") -> str:
@@ -211,7 +224,7 @@ def require_weight(name: str, value: object, *, error: type[ValueError] = Valida
     if (
         isinstance(value, bool)
         or not isinstance(value, int | float)
-        or not math.isfinite(value)
+        or not is_finite(value)
         or value < 0
     ):
         raise error(f"{name} must be a finite number >= 0, got {value!r}")
@@ -223,7 +236,7 @@ def require_share(name: str, value: object, *, error: type[ValueError] = Validat
     if (
         isinstance(value, bool)
         or not isinstance(value, int | float)
-        or not math.isfinite(value)
+        or not is_finite(value)
         or not 0 <= value < 1
     ):
         raise error(f"{name} must be a number in [0, 1), got {value!r}")

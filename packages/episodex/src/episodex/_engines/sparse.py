@@ -6,13 +6,13 @@ modifier, so only term frequencies are computed here and nothing is downloaded.
 
 from __future__ import annotations
 
-import math
 import threading
 from collections.abc import Callable
 
 import qdrant_edge as qe
 
 from episodex._common.errors import ConfigurationError
+from episodex._common.validation import is_finite
 from episodex._engines.plan import SparseVec
 
 __all__ = ["Bm25Encoder"]
@@ -39,7 +39,7 @@ class Bm25Encoder:
             if (
                 isinstance(value, bool)
                 or not isinstance(value, int | float)  # pyright: ignore[reportUnnecessaryIsInstance]
-                or not math.isfinite(value)
+                or not is_finite(value)
                 or not within(value)
             ):
                 raise ConfigurationError(

@@ -27,6 +27,7 @@ from episodex._common.model import (
     UuidStr,
     to_utc,
 )
+from episodex._common.validation import is_finite
 
 __all__ = ["ConversationEpisode", "payload_to_item", "query_speaker_terms", "speaker_keys"]
 
@@ -102,7 +103,7 @@ class ConversationEpisode(FrozenModel):
         if value is None:
             return None
         low, high, allowed = _RANGES[info.field_name or ""]
-        if not math.isfinite(value) or not low <= value <= high:
+        if not is_finite(value) or not low <= value <= high:
             raise ValueError(f"must be a finite number {allowed}, got {value!r}")
         return float(value)
 

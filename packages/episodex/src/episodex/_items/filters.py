@@ -9,11 +9,11 @@ condition runs in the engine, on the payload's `value`.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from episodex._common.errors import ValidationError
+from episodex._common.validation import is_finite
 from episodex._engines.plan import Condition, Filter, Match, Range
 
 __all__ = ["WILDCARD", "namespace_matches", "prefix_filter", "value_filter"]
@@ -102,7 +102,7 @@ def _number(key: str, op: str, operand: object) -> float:
         raise ValidationError(
             f"filter on {key.removeprefix('value.')!r}: {op} needs a number, got {operand!r}"
         )
-    if not math.isfinite(operand):
+    if not is_finite(operand):
         raise ValidationError(
             f"filter on {key.removeprefix('value.')!r}: {op} needs a finite number"
         )

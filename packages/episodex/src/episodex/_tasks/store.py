@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
@@ -20,7 +19,7 @@ from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 
 from episodex._common.errors import ConfigurationError, NotSupportedError, ValidationError
 from episodex._common.text import clip
-from episodex._common.validation import require_id, require_int, require_text
+from episodex._common.validation import is_finite, require_id, require_int, require_text
 from episodex._engines.plan import Filter
 from episodex._engines.sparse import Bm25Encoder
 from episodex._tasks.model import TIME_FORMAT, Episode
@@ -289,7 +288,7 @@ def id_arg(value: object) -> str:
 def threshold_arg(value: object) -> float | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, int | float) or not is_finite(value):
         raise ValidationError(f"score_threshold must be a finite number or None, got {value!r}")
     return float(value)
 

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 from episodex._common.errors import UnknownTagError, ValidationError
+from episodex._common.validation import is_finite
 
 __all__ = ["MemKey", "MemoryEntry", "TagSpec", "WorkingMemory"]
 
@@ -273,7 +274,7 @@ def _weights(tags: object) -> dict[MemKey, float]:
             if (
                 isinstance(weight, bool)
                 or not isinstance(weight, int | float)
-                or not math.isfinite(weight)
+                or not is_finite(weight)
             ):
                 raise ValidationError(
                     f"the weight of tag {tag!r} must be a finite number, got {weight!r}"
