@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from episodex._common.errors import ValidationError
-from episodex._common.validation import is_finite
+from episodex._common.validation import MAX_JSON_DEPTH, is_finite
 from episodex._engines.plan import Condition, Filter, Match, Range
 
 __all__ = ["WILDCARD", "namespace_matches", "prefix_filter", "value_filter"]
@@ -57,13 +57,25 @@ def value_filter(base: Filter, flt: Mapping[str, Any] | None) -> Filter:
         raise ValidationError(f"filter must be a dict, got {type(flt).__name__}")
     must: list[Condition] = []
     must_not: list[Condition] = []
-    _conditions(flt, "value", must, must_not)
+    _conditions(flt, "value", must, must_not, depth=1)
     return Filter(base.must + tuple(must), base.must_not + tuple(must_not))
 
 
 def _conditions(
-    flt: Mapping[str, Any], path: str, must: list[Condition], must_not: list[Condition]
+    flt: Mapping[str, Any],
+    path: str,
+    must: list[Condition],
+    must_not: list[Condition],
+    *,
+    depth: int,
 ) -> None:
+    if depth > MAX_JSON_DEPTH:
+        # No stored value is nested deeper (`json_object`), so such a filter could match
+        # nothing; refused here, before one level of recursion per level overflows the stack.
+        raise ValidationError(
+            f"filter on {path.removeprefix('value.')!r} is nested deeper than {MAX_JSON_DEPTH} "
+            "levels, deeper than any stored value"
+        )
     for field, wanted in flt.items():
         if not isinstance(field, str) or not field or _PATH_CHARS & set(field):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ValidationError(
@@ -76,7 +88,7 @@ def _conditions(
             for op, operand in ops.items():
                 _operator(key, op, operand, must, must_not)
         elif isinstance(wanted, Mapping):
-            _conditions(wanted, key, must, must_not)  # pyright: ignore[reportUnknownArgumentType]
+            _conditions(wanted, key, must, must_not, depth=depth + 1)  # pyright: ignore[reportUnknownArgumentType]
         else:
             must.append(_equals(key, wanted))
 
