@@ -216,6 +216,15 @@ def _parser() -> argparse.ArgumentParser:
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = _parser()
     args = parser.parse_args(argv)
+    # Given empty (a variable that was not set), a place must not mean "the default store":
+    # `forget --all` would then delete there.
+    for flag, value in (
+        ("--path", args.path),
+        ("--url", args.url),
+        ("--output", getattr(args, "output", None)),
+    ):
+        if value is not None and not value.strip():
+            parser.error(f"{flag} is empty; give a {'URL' if flag == '--url' else 'path'}")
     if args.path and args.url:
         parser.error("give --path or --url, not both")
     if args.qdrant_api_key is None and args.url:

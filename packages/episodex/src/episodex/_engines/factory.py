@@ -77,6 +77,10 @@ def open_engine(*, path: str | None = None, **options: Unpack[EngineOptions]) ->
     check_engine_options(options, "open_engine")
     url, location = options.get("url"), options.get("location")
     key = _qdrant_api_key(options)
+    for name, value in (("path", path), ("url", url), ("location", location)):
+        if isinstance(value, str) and not value.strip():
+            # Empty is not "left out": a caller's unset variable must not pick another store.
+            raise ConfigurationError(f"{name}= is empty; give the store's {name} or leave it out")
     chosen = [
         name for name, value in (("path", path), ("url", url), ("location", location)) if value
     ]

@@ -119,13 +119,16 @@ class EpisodicMemory:
             )
         sparse_model = default_splade() if splade is True else splade or None
         self.embedder: Embedder = resolve_embedder(embedder)
+        # Given but empty ("", an unset variable read as "") is not left out: it must not open
+        # the default store instead of the one meant (open_engine refuses it by name).
+        places = (path, options.get("url"), options.get("location"))
         if engine is None:
-            if path is None and not options.get("url") and not options.get("location"):
+            if all(place is None for place in places):
                 path = default_store_path()
             engine = open_engine(path=str(path) if path is not None else None, **options)
             self._owns_engine = True
         else:
-            if path is not None or options.get("url") or options.get("location"):
+            if any(place is not None for place in places):
                 raise ConfigurationError("give engine= or one of path/url/location, not both")
             self._owns_engine = False
         self.engine: Engine = engine
