@@ -43,4 +43,11 @@ def token_counter(encoding: str | TokenCounter = DEFAULT_ENCODING) -> TokenCount
     """Return a token counter: a tiktoken encoding by name, or your own callable as is."""
     if callable(encoding):
         return encoding
+    if not isinstance(encoding, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+        from episodex._common.errors import ConfigurationError
+
+        raise ConfigurationError(
+            "encoding must be a tiktoken encoding name or a token-counting function, got "
+            f"{type(encoding).__name__}"
+        )
     return _encoding_counter(encoding)

@@ -20,6 +20,7 @@ __all__ = [
     "is_finite",
     "json_object",
     "parse_model",
+    "require_callback",
     "require_id",
     "require_int",
     "require_share",
@@ -217,6 +218,12 @@ def require_int(
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise error(f"{name} must be an integer >= {minimum}, got {value!r}")
     return value
+
+
+def require_callback(name: str, value: object) -> None:
+    """`value` must be None or callable: checked before any work, not at its first call."""
+    if value is not None and not callable(value):
+        raise ValidationError(f"{name} must be a function or None, got {_SHORT.repr(value)}")
 
 
 def require_weight(name: str, value: object, *, error: type[ValueError] = ValidationError) -> float:

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from episodex._common.errors import ConfigurationError
-from episodex._common.validation import require_int
+from episodex._common.validation import require_callback, require_int
 from episodex._embedders.base import Embedder
 from episodex._engines.base import STAGING_DIGITS, STAGING_MARK, ReindexableEngine
 from episodex._engines.plan import Filter, HasId, Hit, Point
@@ -129,6 +129,7 @@ def reindex(
     from episodex._episodes.store import EpisodeStore
 
     batch_size = require_int("batch_size", batch_size, minimum=1)
+    require_callback("on_progress", on_progress)
     engine = store.engine
     if not isinstance(engine, ReindexableEngine):
         raise ConfigurationError(

@@ -486,6 +486,11 @@ class EpisodeStore:
         stage1 = _int_option(options, "stage1_limit", 100)
         k = _int_option(options, "rrf_k", DEFAULT_RRF_K)
         with_stream_ranks = options.get("with_stream_ranks", True)
+        if not isinstance(with_stream_ranks, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
+            # A truthy "no" would turn the stream ranks on.
+            raise ValidationError(
+                f"with_stream_ranks must be True or False, got {with_stream_ranks!r}"
+            )
         weights = self._weights(options)
         diversity = require_share(
             "conversation_diversity",

@@ -7,6 +7,7 @@ store's public methods.
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ from typing import IO, TYPE_CHECKING, Any, Literal
 from episodex._common.errors import ImportFileError, ValidationError
 from episodex._common.files import atomic_write
 from episodex._common.text import bad_lines_summary, without_bom
-from episodex._common.validation import read_json
+from episodex._common.validation import read_json, require_callback, require_id
 from episodex._engines.plan import Hit
 from episodex._episodes.model import ConversationEpisode
 
@@ -49,6 +50,11 @@ def export(
     conversation_id: str | None = None,
 ) -> int:
     """Write this user's and agent's episodes as JSONL (one `memorize` record a line)."""
+    if not isinstance(destination, str | Path):
+        # Checked before the first episode is read: with none to write, a wrong destination
+        # went unnoticed, and with some it failed on the first write (a raw AttributeError or
+        # TypeError) after the file was opened.
+        _require_text_writer(destination)
     hits = self.iter_episodes(user_id=user_id, agent_id=agent_id, conversation_id=conversation_id)
     if isinstance(destination, str | Path):
         path = Path(destination)
@@ -89,6 +95,14 @@ def import_(
     """
     if errors not in ("strict", "skip"):
         raise ValidationError(f"errors must be 'strict' or 'skip', got {errors!r}")
+    require_callback("on_progress", on_progress)
+    # Checked as ids: a wrong one would only turn every line into a bad line.
+    if user_id is not None:
+        require_id("user_id", user_id)
+    if agent_id is not None:
+        require_id("agent_id", agent_id)
+    if not isinstance(source, str | Path) and not callable(getattr(source, "read", None)):
+        raise ValidationError(f"import_ reads a path or an open file, got {type(source).__name__}")
     # Records end at "\n" only: str.splitlines() would also cut at U+2028 or U+0085,
     # which json.dumps(ensure_ascii=False) leaves unescaped inside a summary.
     lines: list[str] | list[bytes]
@@ -102,6 +116,10 @@ def import_(
             ) from exc
     else:
         content = source.read()
+        if not isinstance(content, str | bytes):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValidationError(
+                f"import_ reads a file of text or bytes, but read() gave {type(content).__name__}"
+            )
         lines = (
             without_bom(content).split(b"\n")
             if isinstance(content, bytes)
@@ -188,6 +206,21 @@ def episode_record(hit: Hit) -> dict[str, Any]:
         "user_sentiment_variance": p["user_sentiment_variance"],
         "metadata": p["metadata"],
     }
+
+
+def _require_text_writer(destination: object) -> None:
+    """`destination` must be a file open for text: JSONL records are written as `str`."""
+    if not callable(getattr(destination, "write", None)):
+        raise ValidationError(
+            f"export writes to a path or a file open for writing, got {type(destination).__name__}"
+        )
+    if isinstance(destination, io.RawIOBase | io.BufferedIOBase) or "b" in str(
+        getattr(destination, "mode", "")
+    ):
+        raise ValidationError(
+            "export writes text: open the file in text mode ('w', encoding='utf-8'), or give "
+            "its path"
+        )
 
 
 def _write_jsonl(fh: IO[str], hits: Iterable[Hit]) -> int:
