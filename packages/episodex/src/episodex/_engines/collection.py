@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -19,6 +20,7 @@ __all__ = [
     "delete_counted",
     "foreign_claims",
     "open_collection",
+    "payload_path",
     "tenant_filter",
     "tombstone",
 ]
@@ -28,6 +30,25 @@ TOMBSTONE = "deleted_point"
 _TOMBSTONE_PAGE = 512
 
 _log = logging.getLogger("episodex")
+
+# A key Qdrant reads bare in a payload path: a plain word, perhaps with array brackets.
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+(?:\[\d*\])*")
+
+
+def payload_path(*keys: str) -> str:
+    """The engine's path to a nested payload field: `keys` joined by `.`, quoted unless bare.
+
+    Qdrant reads `first name`, `user:id` or `$tag` as an invalid path (Qdrant Edge raises
+    `ValueError`, qdrant-client an error the engine reports as an outage) and `"first name"`
+    as that key itself; a bare word is left as it is, so every path already written still
+    means what it meant. Raises `ValueError` for a key holding `"`, which no path can quote.
+    """
+    parts: list[str] = []
+    for key in keys:
+        if '"' in key:
+            raise ValueError(f"key {key!r} holds '\"', which no payload path can name")
+        parts.append(key if _BARE_KEY.fullmatch(key) else f'"{key}"')
+    return ".".join(parts)
 
 
 def tombstone(point_id: str, **hidden_by: str) -> Point:

@@ -14,6 +14,7 @@ from typing import Any
 
 from episodex._common.errors import ValidationError
 from episodex._common.validation import MAX_JSON_DEPTH, is_finite
+from episodex._engines.collection import payload_path
 from episodex._engines.plan import Condition, Filter, Match, Range
 
 __all__ = ["WILDCARD", "namespace_matches", "prefix_filter", "value_filter"]
@@ -57,13 +58,13 @@ def value_filter(base: Filter, flt: Mapping[str, Any] | None) -> Filter:
         raise ValidationError(f"filter must be a dict, got {type(flt).__name__}")
     must: list[Condition] = []
     must_not: list[Condition] = []
-    _conditions(flt, "value", must, must_not, depth=1)
+    _conditions(flt, ("value",), must, must_not, depth=1)
     return Filter(base.must + tuple(must), base.must_not + tuple(must_not))
 
 
 def _conditions(
     flt: Mapping[str, Any],
-    path: str,
+    keys: tuple[str, ...],
     must: list[Condition],
     must_not: list[Condition],
     *,
@@ -73,7 +74,7 @@ def _conditions(
         # No stored value is nested deeper (`json_object`), so such a filter could match
         # nothing; refused here, before one level of recursion per level overflows the stack.
         raise ValidationError(
-            f"filter on {path.removeprefix('value.')!r} is nested deeper than {MAX_JSON_DEPTH} "
+            f"filter on {_named(keys)!r} is nested deeper than {MAX_JSON_DEPTH} "
             "levels, deeper than any stored value"
         )
     for field, wanted in flt.items():
@@ -82,52 +83,58 @@ def _conditions(
                 f"filter field {field!r} must be a non-empty string without '.', '[', ']' or "
                 "'\"'; nest a dict to reach a nested field"
             )
-        key = f"{path}.{field}"
+        path = (*keys, field)
         if isinstance(wanted, Mapping) and any(str(k).startswith("$") for k in wanted):  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
             ops: Mapping[str, Any] = wanted  # pyright: ignore[reportUnknownVariableType]
             for op, operand in ops.items():
-                _operator(key, op, operand, must, must_not)
+                _operator(path, op, operand, must, must_not)
         elif isinstance(wanted, Mapping):
-            _conditions(wanted, key, must, must_not, depth=depth + 1)  # pyright: ignore[reportUnknownArgumentType]
+            _conditions(wanted, path, must, must_not, depth=depth + 1)  # pyright: ignore[reportUnknownArgumentType]
         else:
-            must.append(_equals(key, wanted))
+            must.append(_equals(path, wanted))
+
+
+def _named(path: tuple[str, ...]) -> str:
+    """The field a message names: its keys under `value`, dotted."""
+    return ".".join(path[1:])
 
 
 def _operator(
-    key: str, op: str, operand: object, must: list[Condition], must_not: list[Condition]
+    path: tuple[str, ...],
+    op: str,
+    operand: object,
+    must: list[Condition],
+    must_not: list[Condition],
 ) -> None:
     if op == "$eq":
-        must.append(_equals(key, operand))
+        must.append(_equals(path, operand))
     elif op == "$ne":
-        must_not.append(_equals(key, operand))
+        must_not.append(_equals(path, operand))
     elif op in _COMPARE:
-        must.append(Range(key, **{_COMPARE[op]: _number(key, op, operand)}))
+        # Every key quoted as needed: `{"first name": ...}` is a field, not an invalid path.
+        must.append(Range(payload_path(*path), **{_COMPARE[op]: _number(path, op, operand)}))
     else:
         raise ValidationError(
-            f"filter on {key.removeprefix('value.')!r}: unknown operator {op!r}; use $eq, $ne, "
+            f"filter on {_named(path)!r}: unknown operator {op!r}; use $eq, $ne, "
             "$gt, $gte, $lt or $lte"
         )
 
 
-def _number(key: str, op: str, operand: object) -> float:
+def _number(path: tuple[str, ...], op: str, operand: object) -> float:
     if isinstance(operand, bool) or not isinstance(operand, int | float):
-        raise ValidationError(
-            f"filter on {key.removeprefix('value.')!r}: {op} needs a number, got {operand!r}"
-        )
+        raise ValidationError(f"filter on {_named(path)!r}: {op} needs a number, got {operand!r}")
     if not is_finite(operand):
-        raise ValidationError(
-            f"filter on {key.removeprefix('value.')!r}: {op} needs a finite number"
-        )
+        raise ValidationError(f"filter on {_named(path)!r}: {op} needs a finite number")
     return float(operand)
 
 
-def _equals(key: str, wanted: object) -> Condition:
+def _equals(path: tuple[str, ...], wanted: object) -> Condition:
     if isinstance(wanted, str | bool):
-        return Match(key, wanted)
+        return Match(payload_path(*path), wanted)
     if isinstance(wanted, int | float):
-        number = _number(key, "$eq", wanted)
-        return Range(key, gte=number, lte=number)
+        number = _number(path, "$eq", wanted)
+        return Range(payload_path(*path), gte=number, lte=number)
     raise ValidationError(
-        f"filter on {key.removeprefix('value.')!r}: only a string, boolean or number can be "
+        f"filter on {_named(path)!r}: only a string, boolean or number can be "
         f"matched in the engine, got {type(wanted).__name__}"
     )

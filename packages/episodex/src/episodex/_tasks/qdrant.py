@@ -23,6 +23,7 @@ from episodex._engines.collection import (
     clear_tombstones,
     foreign_claims,
     open_collection,
+    payload_path,
     tombstone,
 )
 from episodex._engines.factory import EngineOptions, check_engine_options, open_engine
@@ -471,7 +472,13 @@ def _tenant_scope(tenant: Tenant) -> Filter:
 def _plan_filter(flt: Mapping[str, str | int | tuple[str, ...]]) -> Filter:
     conditions: list[Condition] = []
     for key, wanted in flt.items():
-        path = f"metadata.{key}"
+        # Each part quoted as needed: `{"user id": ...}` is a key, not an invalid path.
+        try:
+            path = payload_path("metadata", *key.split("."))
+        except ValueError as exc:
+            raise ValidationError(
+                f"filter key {key!r} cannot be matched in the engine: {exc}"
+            ) from None
         conditions.append(
             MatchAny(path, wanted) if isinstance(wanted, tuple) else Match(path, wanted)
         )
