@@ -27,6 +27,7 @@ try:
         IndexConfig,
         Item,
         ListNamespacesOp,
+        MatchCondition,
         Op,
         PutOp,
         Result,
@@ -154,6 +155,7 @@ class EpisodexStore(BaseStore):
     # -- translation to the core -----------------------------------------------------------
 
     def _run(self, ops: list[Op]) -> list[Result]:
+        ops = [_shaped(op) for op in ops]
         for op in ops:
             validate_op_namespace(op)
             if isinstance(op, PutOp) and op.ttl is not None:
@@ -276,6 +278,38 @@ class EpisodexStore(BaseStore):
             limit=op.limit,
             offset=op.offset,
         )
+
+
+def _shaped(op: Op) -> Op:
+    """`op` with its namespace (or listing paths) as a tuple of strings, or `ValidationError`.
+
+    Ops are plain named tuples any caller can fill: a list namespace would be unhashable as a
+    write's key, and a string path would be read letter by letter (`"bob"` naming user `"b"`).
+    """
+    if isinstance(op, GetOp | PutOp):
+        return op._replace(namespace=_labels(op.namespace, f"{type(op).__name__} namespace"))
+    if isinstance(op, SearchOp):
+        return op._replace(namespace_prefix=_labels(op.namespace_prefix, "namespace_prefix"))
+    if isinstance(op, ListNamespacesOp) and op.match_conditions is not None:  # pyright: ignore[reportUnnecessaryIsInstance]
+        conditions: list[MatchCondition] = []
+        for condition in op.match_conditions:
+            if not isinstance(condition, MatchCondition):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise ValidationError(
+                    f"list_namespaces conditions must be MatchCondition objects, got {condition!r}"
+                )
+            conditions.append(
+                condition._replace(path=_labels(condition.path, "list_namespaces path"))
+            )
+        return op._replace(match_conditions=tuple(conditions))
+    return op
+
+
+def _labels(value: object, what: str) -> tuple[str, ...]:
+    if isinstance(value, tuple | list) and all(isinstance(label, str) for label in value):  # pyright: ignore[reportUnknownVariableType]
+        return tuple(value)  # pyright: ignore[reportUnknownArgumentType]
+    raise ValidationError(
+        f"{what} must be a tuple of strings such as ('alice', 'memories'), got {value!r}"
+    )
 
 
 def _index_fields(index: IndexConfig | None, dimension: int) -> list[str]:
