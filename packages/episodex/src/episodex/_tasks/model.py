@@ -195,6 +195,11 @@ class Episode(TypedConstruction):
             if name == "additional_data":
                 for key, text in (self.additional_data or {}).items():
                     # Checked again here: the dict itself can still be changed in place.
+                    if not isinstance(text, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+                        raise ValidationError(
+                            f"additional_data[{key!r}] must be text, got {type(text).__name__} "
+                            "(the dict was changed after the episode was made)"
+                        )
                     pairs.append((check_element_name(key), text))
                 continue
             text = self._field_text(name)
@@ -216,11 +221,12 @@ class Episode(TypedConstruction):
         if name == "error":
             return self.error or ""
         if name == "metadata":
-            return (
-                json.dumps(self.metadata, ensure_ascii=False, sort_keys=True)
-                if self.metadata
-                else ""
-            )
+            if not self.metadata:
+                return ""
+            try:
+                return json.dumps(self.metadata, ensure_ascii=False, sort_keys=True)
+            except (TypeError, ValueError) as exc:  # changed in place after it was validated
+                raise ValidationError(f"metadata is no longer a JSON object: {exc}") from None
         return self.completed_at.strftime(TIME_FORMAT)
 
     def format(self, mode: FormatMode = "xml", include: Iterable[str] | None = None) -> str:
