@@ -33,6 +33,7 @@ from episodex._engines.sparse import Bm25Encoder
 from episodex._tasks.model import Episode
 from episodex._tasks.store import (
     BaseMemoryStore,
+    MetadataFilter,
     TaskSearchOptions,
     Tenant,
     TornLine,
@@ -457,12 +458,19 @@ class JSONLTaskStore(BaseMemoryStore):
         text = None if embedded_text is None else embedded_text_arg(episode, embedded_text)
         await in_thread(self._write, episode, text)
 
-    async def read_recent(self, n: int) -> list[Episode]:
-        """The `n` episodes completed last, newest first (ties: the later written first)."""
+    async def read_recent(self, n: int, *, filter: MetadataFilter | None = None) -> list[Episode]:
+        """The `n` episodes completed last, newest first (ties: the later written first).
+
+        Args:
+            n: How many episodes at most.
+            filter: Only episodes whose metadata matches, as in `search`.
+        """
         n = require_int("n", n)
+        flt, _ = self._search_options({"filter": filter})
         with self._lock:
             self._check_open()
-            return [e.episode for e in self._ordered()[:n]]
+            ordered = self._ordered()
+        return [e.episode for e in ordered if metadata_matches(e.episode.metadata, flt)][:n]
 
     async def count(self) -> int:
         """How many episodes are stored."""

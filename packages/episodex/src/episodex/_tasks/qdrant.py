@@ -46,6 +46,7 @@ from episodex._tasks.model import Episode
 from episodex._tasks.store import (
     SEARCH_OPTION_NAMES,
     BaseMemoryStore,
+    MetadataFilter,
     TaskSearchOptions,
     Tenant,
     bm25_arg,
@@ -265,12 +266,14 @@ class QdrantTaskStore(BaseMemoryStore):
                 raise EpisodeNotFoundError(f"no episode {id_!r} in collection {self.collection!r}")
             self.engine.delete(self.collection, flt)
 
-    def _recent(self, n: int, *, descending: bool = True) -> list[Episode]:
+    def _recent(
+        self, n: int, *, descending: bool = True, flt: Filter | None = None
+    ) -> list[Episode]:
         if n == 0:
             return []
         hits, _ = self.engine.scroll(
             self.collection,
-            self._scope,
+            self._scope if flt is None else flt,
             limit=n,
             order_by="completed_at",
             descending=descending,
@@ -358,10 +361,19 @@ class QdrantTaskStore(BaseMemoryStore):
         text = None if embedded_text is None else embedded_text_arg(episode, embedded_text)
         await in_thread(self._write, episode, text)
 
-    async def read_recent(self, n: int) -> list[Episode]:
-        """The `n` episodes completed last, newest first."""
+    async def read_recent(
+        self, n: int, *, filter: MetadataFilter | Filter | None = None
+    ) -> list[Episode]:
+        """The `n` episodes completed last, newest first.
+
+        Args:
+            n: How many episodes at most.
+            filter: Only episodes that pass it, as in `search` (the tenant scope always holds).
+        """
         self._check_open()
-        return await asyncio.to_thread(self._recent, require_int("n", n))
+        n = require_int("n", n)
+        flt = self._scope if filter is None else self._search_options({"filter": filter})[0]
+        return await asyncio.to_thread(self._recent, n, flt=flt)
 
     async def count(self) -> int:
         """How many episodes are stored."""

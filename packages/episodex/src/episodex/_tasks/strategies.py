@@ -10,6 +10,7 @@ strategies render one block together with `render_memories`.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import string
 from abc import ABC, abstractmethod
@@ -376,6 +377,16 @@ class HybridMemory(_StoreMemory):
         self.recency = RecencyMemory(store, n)
         self.similarity = SimilarityMemory(store, k, search_kwargs)
         self.store = self.recency.store
+        # A filter that confines the similar episodes (to one user, say) must confine the
+        # recent ones too, or the latest episodes of everyone else would be recalled with them.
+        self._recent_filter: object = self.similarity.search_kwargs.get("filter")
+        if self._recent_filter is not None and not _reads_recent_with_filter(self.store):
+            raise ConfigurationError(
+                f"search_kwargs has a filter, but {type(self.store).__name__}.read_recent(n) "
+                "takes none, so the recent episodes would not be filtered: give the store a "
+                "read_recent(n, *, filter=None) (the bundled stores have one) or scope it "
+                "with user_id/agent_id instead"
+            )
         self.limit = (
             None
             if limit is None
@@ -394,9 +405,12 @@ class HybridMemory(_StoreMemory):
     async def retrieve(self, task: Task | str) -> list[Episode]:
         """Recent and similar episodes, fused, best first."""
         the_task = as_task(task)
-        recent, similar = await asyncio.gather(
-            self.recency.retrieve(the_task), self.similarity.retrieve(the_task)
+        recent_read = (
+            self.recency.retrieve(the_task)
+            if self._recent_filter is None
+            else _read_recent(self.store, self.recency.n, self._recent_filter)
         )
+        recent, similar = await asyncio.gather(recent_read, self.similarity.retrieve(the_task))
         scores: dict[str, float] = {}
         firsts: dict[str, tuple[int, int]] = {}
         episodes: dict[str, Episode] = {}
@@ -417,6 +431,25 @@ class HybridMemory(_StoreMemory):
 
     def _recalls(self) -> str:
         return f"fuses the last {self.recency.n} and the {self.similarity.k} most similar"
+
+
+def _reads_recent_with_filter(store: TaskStore) -> bool:
+    """Whether `store.read_recent` takes a `filter` keyword (the bundled stores' does)."""
+    try:
+        parameters = inspect.signature(store.read_recent).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(
+        p.kind is inspect.Parameter.VAR_KEYWORD
+        or (p.name == "filter" and p.kind is not inspect.Parameter.POSITIONAL_ONLY)
+        for p in parameters
+    )
+
+
+async def _read_recent(store: TaskStore, n: int, flt: object) -> list[Episode]:
+    read: Any = store.read_recent  # the protocol's read_recent has no filter; checked above
+    episodes: list[Episode] = await read(n, filter=flt)
+    return episodes
 
 
 REFLECTION_TEMPLATE = """\
