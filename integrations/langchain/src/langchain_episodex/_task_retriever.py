@@ -120,7 +120,7 @@ def _narrowed(base: object, call: object) -> object:
     if isinstance(base, Filter) and isinstance(call, Filter):
         return Filter(base.must + call.must, base.must_not + call.must_not)
     if isinstance(base, Mapping) and isinstance(call, Mapping):
-        merged: dict[str, Any] = dict(base)  # pyright: ignore[reportUnknownArgumentType]
+        merged: dict[object, Any] = dict(base)  # pyright: ignore[reportUnknownArgumentType]
         for key, value in call.items():  # pyright: ignore[reportUnknownVariableType]
             if key in merged and merged[key] != value:
                 raise ValidationError(
@@ -128,7 +128,9 @@ def _narrowed(base: object, call: object) -> object:
                     f"fixes it to {merged[key]!r}: a call's filter can only narrow the "
                     "retriever's"
                 )
-            merged[str(key)] = value  # pyright: ignore[reportUnknownArgumentType]
+            # The key as given: the store refuses one it cannot take (a number, say), as it
+            # would without a retriever's filter; str() would turn it into another key.
+            merged[key] = value
         return merged
     raise ValidationError(
         "a call's filter must be of the same kind as the retriever's (both {key: value} "
