@@ -486,13 +486,18 @@ class EdgeEngine:
         """The store folder."""
         return self._root
 
+    def _check_open(self) -> None:
+        # Every call checks, `ensure_collection` included: on a closed handle it loaded the
+        # shard again outside the released folder lock and kept it open for good.
+        if self._closed:
+            raise StoreClosedError("the store is closed; open it again")
+
     def _key(self, collection: str) -> Keyer:
         self._shard(collection)  # the same error for a closed store or an unknown collection
         return self._keys[collection]
 
     def _shard(self, collection: str) -> qe.EdgeShard:
-        if self._closed:
-            raise StoreClosedError("the store is closed; open it again")
+        self._check_open()
         try:
             return self._shards[collection]
         except KeyError:
@@ -523,6 +528,7 @@ class EdgeEngine:
     def ensure_collection(self, spec: CollectionSpec) -> Mapping[str, Any]:
         """Open the collection's shard, creating it and its payload indexes if missing."""
         with self._lock:
+            self._check_open()
             folder = self._root / self._open.folders.get(spec.name, spec.name)
             manifest = folder / _MANIFEST
             if spec.name in self._shards:
@@ -827,8 +833,7 @@ class EdgeEngine:
         import shutil
 
         with self._lock:
-            if self._closed:
-                raise StoreClosedError("the store is closed; open it again")
+            self._check_open()
             folder = self.generation(collection)
             if folder in self._open.folders.values() and collection not in self._open.folders:
                 raise EngineError(f"{folder} serves another collection; not dropped")
@@ -911,6 +916,7 @@ class EdgeEngine:
     def optimize(self) -> None:
         """Run Qdrant's segment optimizers (HNSW build, merges) on every open shard."""
         with self._lock:
+            self._check_open()
             for name, shard in self._shards.items():
                 # A merge rewrites segments: room for a new copy of the collection's data.
                 self._space.require(used_bytes(self._root / name), f"optimizing {name!r}")
@@ -919,6 +925,7 @@ class EdgeEngine:
     def flush(self) -> None:
         """Flush every shard's segments to disk (the WAL already makes writes durable)."""
         with self._lock:
+            self._check_open()
             for shard in self._shards.values():
                 shard.flush()
 

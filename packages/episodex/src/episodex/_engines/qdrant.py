@@ -518,7 +518,10 @@ class QdrantClientEngine:
         self._call("switch collection", run)
 
     def optimize(self) -> None:
-        """A no-op: the server optimizes in the background."""
+        """Nothing to do (the server optimizes in the background), but a closed engine refuses."""
+        with self._lock:
+            if self._closed:
+                raise StoreClosedError("the store is closed; open it again")
 
     def close(self) -> None:
         """Close the client (after a call under way in local mode); idempotent."""
