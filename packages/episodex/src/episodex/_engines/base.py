@@ -9,7 +9,8 @@ classes call them from worker threads.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from dataclasses import replace
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
@@ -32,11 +33,13 @@ __all__ = [
     "Engine",
     "ReindexableEngine",
     "StreamRanks",
+    "answer_batch",
     "cap_count",
     "explain_fused",
     "is_staging_name",
     "ordered_page",
     "refuse_non_finite",
+    "searchable",
     "stream_searches",
 ]
 
@@ -69,6 +72,43 @@ MAX_COUNT = 2**32
 def cap_count(n: int) -> int:
     """`n`, or `MAX_COUNT` if it is larger."""
     return min(n, MAX_COUNT)
+
+
+R = TypeVar("R", Search, Fused, Search | Fused)
+A = TypeVar("A")
+
+
+def searchable(request: R) -> R | None:
+    """The request as an engine is given it, or None if it can find nothing.
+
+    A limit below 1 finds nothing, as in a scroll: a search or fused request of limit 0 gave
+    no hits on Qdrant Edge but every point (or an `EngineError`) on qdrant-client, and -1 a
+    raw OverflowError on Qdrant Edge. A fused stream below 1 finds nothing, so it is left
+    out of the fusion (it would add nothing to any score); without a stream left, nothing.
+    """
+    if request.limit <= 0:
+        return None
+    if isinstance(request, Search) or all(s.limit > 0 for s in request.streams):
+        return request
+    kept = [i for i, s in enumerate(request.streams) if s.limit > 0]
+    if not kept:
+        return None
+    return replace(
+        request,
+        streams=tuple(request.streams[i] for i in kept),
+        weights=tuple(request.weights[i] for i in kept if i < len(request.weights)),
+    )
+
+
+def answer_batch(requests: Sequence[R], run: Callable[[list[R]], list[list[A]]]) -> list[list[A]]:
+    """`run` over the requests that can find something (`searchable`); none for the rest.
+
+    `run` is called even with no request left, so a closed engine still refuses.
+    """
+    given = [searchable(r) for r in requests]
+    asked = [r for r in given if r is not None]
+    answers = iter(run(asked))
+    return [[] if r is None else next(answers) for r in given]
 
 
 #: For one hit: stream name -> (rank from 1, that stream's score).

@@ -27,6 +27,7 @@ from episodex._common.lockfile import FolderLock
 from episodex._engines.base import (
     STAGING_MARK,
     StreamRanks,
+    answer_batch,
     cap_count,
     explain_fused,
     is_staging_name,
@@ -715,7 +716,13 @@ class EdgeEngine:
     def query(self, collection: str, requests: Sequence[Search | Fused]) -> list[list[Hit]]:
         """Run the requests as one batch."""
         refuse_non_finite(requests)
-        key, memo = self._key(collection), {}
+        key = self._key(collection)
+        return answer_batch(requests, lambda asked: self._query(collection, key, asked))
+
+    def _query(
+        self, collection: str, key: Keyer, requests: Sequence[Search | Fused]
+    ) -> list[list[Hit]]:
+        memo: Memo = {}
         rendered = [render_request(r, key=key, memo=memo) for r in requests]
         with self._lock:
             shard = self._shard(collection)
@@ -733,7 +740,13 @@ class EdgeEngine:
     ) -> list[list[tuple[Hit, StreamRanks]]]:
         """Fused searches with each hit's stream ranks, in one batch."""
         refuse_non_finite(requests)
-        key, memo = self._key(collection), {}
+        key = self._key(collection)
+        return answer_batch(requests, lambda asked: self._explained(collection, key, asked))
+
+    def _explained(
+        self, collection: str, key: Keyer, requests: Sequence[Fused]
+    ) -> list[list[tuple[Hit, StreamRanks]]]:
+        memo: Memo = {}
         rendered = [render_request(r, key=key, memo=memo) for r in requests]
         rendered += [
             render_request(r, native_ids=True, key=key, memo=memo)

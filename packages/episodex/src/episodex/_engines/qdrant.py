@@ -14,6 +14,7 @@ from episodex._common.errors import EngineError, EngineUnavailableError, StoreCl
 from episodex._engines.base import (
     STAGING_MARK,
     StreamRanks,
+    answer_batch,
     cap_count,
     explain_fused,
     ordered_page,
@@ -371,22 +372,30 @@ class QdrantClientEngine:
     def query(self, collection: str, requests: Sequence[Search | Fused]) -> list[list[Hit]]:
         """Run the requests as one batch."""
         refuse_non_finite(requests)
-        rendered = [render_request(r) for r in requests]
-        answers = self._call(
-            "query", lambda: self._client.query_batch_points(self._name(collection), rendered)
-        )
-        return [[_hit(p) for p in a.points] for a in answers]
+
+        def run(asked: list[Search | Fused]) -> list[list[Hit]]:
+            rendered = [render_request(r) for r in asked]
+            answers = self._call(
+                "query", lambda: self._client.query_batch_points(self._name(collection), rendered)
+            )
+            return [[_hit(p) for p in a.points] for a in answers]
+
+        return answer_batch(requests, run)
 
     def query_explained(
         self, collection: str, requests: Sequence[Fused]
     ) -> list[list[tuple[Hit, StreamRanks]]]:
         """Fused searches with each hit's stream ranks, in one batch."""
         refuse_non_finite(requests)
-        rendered = [render_request(r) for r in [*requests, *stream_searches(requests)]]
-        answers = self._call(
-            "query", lambda: self._client.query_batch_points(self._name(collection), rendered)
-        )
-        return explain_fused(requests, [a.points for a in answers], lambda p: p.id, _hit)
+
+        def run(asked: list[Fused]) -> list[list[tuple[Hit, StreamRanks]]]:
+            rendered = [render_request(r) for r in [*asked, *stream_searches(asked)]]
+            answers = self._call(
+                "query", lambda: self._client.query_batch_points(self._name(collection), rendered)
+            )
+            return explain_fused(asked, [a.points for a in answers], lambda p: p.id, _hit)
+
+        return answer_batch(requests, run)
 
     def scroll(
         self,
