@@ -38,7 +38,7 @@ __all__ = [
     "explain_fused",
     "is_staging_name",
     "ordered_page",
-    "refuse_non_finite",
+    "refuse_bad_vectors",
     "searchable",
     "stream_searches",
 ]
@@ -124,12 +124,36 @@ def _finite(values: list[float] | SparseVec) -> bool:
     return bool(np.all(np.abs(np.asarray(numbers, dtype=np.float64)) <= _FLOAT32_MAX))
 
 
-def refuse_non_finite(items: Sequence[Point] | Sequence[Search | Fused]) -> None:
-    """Raise `ValidationError` for a point or query whose vector holds a non-finite number.
+# Sparse vector indices are unsigned 32-bit dimensions in both engines.
+_SPARSE_INDICES = 2**32
 
-    Every engine calls it before writing or searching: left to the backends, Qdrant Edge stored
-    a NaN vector silently (the point could never be found again) while qdrant-client refused
-    NaN but stored infinity, whose NaN scores then ranked first in every search.
+
+def _sparse_fault(vec: SparseVec) -> str | None:
+    """What makes `vec` a sparse vector no engine can hold, or None."""
+    if len(vec.indices) != len(vec.values):
+        return f"has {len(vec.indices)} indices for {len(vec.values)} values"
+    if len(vec.indices) == 0:
+        return None
+    indices = np.asarray(vec.indices)
+    # A float, a bool or an integer past 64 bits gives an array of another kind.
+    if indices.ndim != 1 or indices.dtype.kind not in "iu":
+        return "has an index that is not an integer"
+    if int(indices.min()) < 0 or int(indices.max()) >= _SPARSE_INDICES:
+        return "has an index outside 0 to 2**32 - 1"
+    if np.unique(indices).size != indices.size:
+        return "repeats an index"
+    return None
+
+
+def refuse_bad_vectors(items: Sequence[Point] | Sequence[Search | Fused]) -> None:
+    """Raise `ValidationError` for a point or query whose vector no engine can take.
+
+    A vector holding a non-finite number, or a malformed sparse vector (indices and values of
+    different lengths, a repeated, negative, fractional or beyond-32-bit index). Every engine
+    calls it before writing or searching: left to the backends, Qdrant Edge stored a NaN vector
+    silently (the point could never be found again) while qdrant-client refused NaN but stored
+    infinity, whose NaN scores then ranked first in every search; and Qdrant Edge logged a
+    sparse vector with more indices than values, then panicked applying it, at every open too.
     """
     seen: set[int] = set()  # a recall hands one query vector to several streams
     for item in items:
@@ -144,6 +168,12 @@ def refuse_non_finite(items: Sequence[Point] | Sequence[Search | Fused]) -> None
             if id(vector) in seen:
                 continue
             seen.add(id(vector))
+            fault = _sparse_fault(vector) if isinstance(vector, SparseVec) else None
+            if fault is not None:
+                raise ValidationError(
+                    f"{where}: its {name!r} sparse vector {fault}; nothing was written or "
+                    "searched. Check the encoder that made it"
+                )
             if not _finite(vector):
                 raise ValidationError(
                     f"{where}: its {name!r} vector is not finite (it holds NaN, infinity or a "

@@ -32,7 +32,7 @@ from episodex._engines.base import (
     explain_fused,
     is_staging_name,
     ordered_page,
-    refuse_non_finite,
+    refuse_bad_vectors,
     stream_searches,
 )
 from episodex._engines.plan import (
@@ -646,7 +646,7 @@ class EdgeEngine:
         """Insert or replace points in one update operation."""
         if not points:
             return
-        refuse_non_finite(points)
+        refuse_bad_vectors(points)
         key = self._key(collection)
         rendered = [
             qe.Point(
@@ -715,7 +715,7 @@ class EdgeEngine:
 
     def query(self, collection: str, requests: Sequence[Search | Fused]) -> list[list[Hit]]:
         """Run the requests as one batch."""
-        refuse_non_finite(requests)
+        refuse_bad_vectors(requests)
         key = self._key(collection)
         return answer_batch(requests, lambda asked: self._query(collection, key, asked))
 
@@ -739,7 +739,7 @@ class EdgeEngine:
         self, collection: str, requests: Sequence[Fused]
     ) -> list[list[tuple[Hit, StreamRanks]]]:
         """Fused searches with each hit's stream ranks, in one batch."""
-        refuse_non_finite(requests)
+        refuse_bad_vectors(requests)
         key = self._key(collection)
         return answer_batch(requests, lambda asked: self._explained(collection, key, asked))
 

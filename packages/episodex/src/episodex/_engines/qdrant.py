@@ -18,7 +18,7 @@ from episodex._engines.base import (
     cap_count,
     explain_fused,
     ordered_page,
-    refuse_non_finite,
+    refuse_bad_vectors,
     stream_searches,
 )
 from episodex._engines.plan import (
@@ -349,7 +349,7 @@ class QdrantClientEngine:
         """Insert or replace points in one request, waiting for it to be applied."""
         if not points:
             return
-        refuse_non_finite(points)
+        refuse_bad_vectors(points)
         structs = [
             models.PointStruct(
                 id=p.id,
@@ -371,7 +371,7 @@ class QdrantClientEngine:
 
     def query(self, collection: str, requests: Sequence[Search | Fused]) -> list[list[Hit]]:
         """Run the requests as one batch."""
-        refuse_non_finite(requests)
+        refuse_bad_vectors(requests)
 
         def run(asked: list[Search | Fused]) -> list[list[Hit]]:
             rendered = [render_request(r) for r in asked]
@@ -386,7 +386,7 @@ class QdrantClientEngine:
         self, collection: str, requests: Sequence[Fused]
     ) -> list[list[tuple[Hit, StreamRanks]]]:
         """Fused searches with each hit's stream ranks, in one batch."""
-        refuse_non_finite(requests)
+        refuse_bad_vectors(requests)
 
         def run(asked: list[Fused]) -> list[list[tuple[Hit, StreamRanks]]]:
             rendered = [render_request(r) for r in [*asked, *stream_searches(asked)]]
