@@ -7,6 +7,7 @@ very same request.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -120,6 +121,23 @@ class Range:
                 )
 
 
+def _is_uuid(point_id: object) -> bool:
+    try:
+        uuid.UUID(point_id)  # pyright: ignore[reportArgumentType]
+    except (ValueError, AttributeError, TypeError):
+        return False
+    return True
+
+
+def _check_point_ids(ids: Sequence[object], what: str) -> None:
+    # Point ids are UUIDs on every engine: another id was stored by none, and was refused
+    # (`EngineError` on qdrant-client) or, in a filter, matched nothing on one engine while the
+    # other raised.
+    for point_id in ids:
+        if not isinstance(point_id, str) or not _is_uuid(point_id):
+            raise ValidationError(f"{what} must be a UUID string, got {point_id!r}")
+
+
 @dataclass(frozen=True, slots=True)
 class HasId:
     """The point id is one of `ids`."""
@@ -131,6 +149,7 @@ class HasId:
             raise ValidationError(f"HasId ids must be a tuple of point ids, got {self.ids!r}")
         if not all(isinstance(i, str) for i in self.ids):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ValidationError(f"HasId ids must be point id strings, got {self.ids!r}")
+        _check_point_ids(self.ids, "a HasId point id")
 
 
 Condition = Match | MatchAny | MatchExcept | Range | HasId
@@ -229,6 +248,9 @@ class Point:
     dense: Mapping[str, list[float]]
     sparse: Mapping[str, SparseVec]
     payload: Mapping[str, Any]
+
+    def __post_init__(self) -> None:
+        _check_point_ids((self.id,), "a point id")
 
 
 @dataclass(frozen=True, slots=True)
