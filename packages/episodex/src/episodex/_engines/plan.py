@@ -212,6 +212,18 @@ class Search:
     with_payload: bool | tuple[str, ...] = True
     score_threshold: float | None = None
 
+    def __post_init__(self) -> None:
+        # NaN found nothing on Qdrant Edge and every point on qdrant-client.
+        threshold = self.score_threshold
+        if threshold is not None and (
+            isinstance(threshold, bool)
+            or not isinstance(threshold, int | float)  # pyright: ignore[reportUnnecessaryIsInstance]
+            or threshold != threshold
+        ):
+            raise ValidationError(
+                f"score_threshold must be a number (not NaN) or None, got {threshold!r}"
+            )
+
 
 @dataclass(frozen=True, slots=True)
 class Fused:
