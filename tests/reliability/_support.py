@@ -21,6 +21,7 @@ from conformance.backends import (
 from conformance.backends import drop_server_collections as drop_engine_collections
 from episodex import EngineUnavailableError, EpisodicMemory
 from episodex.plan import Filter
+from episodex.testing import HashEmbedder
 
 # The backend registry is re-exported: the reliability tests take their backends from here.
 __all__ = [
@@ -28,12 +29,15 @@ __all__ = [
     "COLLECTION",
     "QDRANT_API_KEY",
     "QDRANT_URL",
+    "SEED_EPISODE",
+    "TENANT",
     "StoreDown",
     "drop_server_collections",
     "open_memory",
     "parse_export",
     "recorder_episode",
     "remount",
+    "seeded_memory",
     "server_prefix",
     "snapshot",
     "stored_summaries",
@@ -150,3 +154,24 @@ class StoreDown:
         if self.down:
             raise EngineUnavailableError("connection refused (injected)")
         return self.real(episodes, **kwargs)
+
+
+#: The user and agent of `seeded_memory`'s one episode.
+TENANT: dict[str, Any] = {"user_id": "u", "agent_id": "a"}
+SEED_EPISODE: dict[str, Any] = {
+    **TENANT,
+    "short_summary": "refund for order 1234",
+    "long_summary": "the user asked for a refund",
+    "conversation_id": "c",
+}
+
+
+@contextmanager
+def seeded_memory(folder: Path) -> Generator[EpisodicMemory]:
+    """An embedded memory in `folder` with the test embedder, holding `SEED_EPISODE`."""
+    mem = EpisodicMemory(folder, embedder=HashEmbedder(dimension=32), splade=False)
+    try:
+        mem.store.memorize_many([SEED_EPISODE])
+        yield mem
+    finally:
+        mem.close()

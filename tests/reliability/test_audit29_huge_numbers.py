@@ -34,26 +34,17 @@ from episodex import (
 from episodex.cli import main
 from episodex.testing import HashEmbedder
 
-from ._support import snapshot
+from ._support import SEED_EPISODE, TENANT, seeded_memory, snapshot
 
 HUGE = 10**400
-T: dict[str, Any] = {"user_id": "u", "agent_id": "a"}
-EPISODE: dict[str, Any] = {
-    **T,
-    "short_summary": "refund for order 1234",
-    "long_summary": "the user asked for a refund",
-    "conversation_id": "c",
-}
+T = TENANT
+EPISODE = SEED_EPISODE
 
 
 @pytest.fixture
 def memory(tmp_path: Path) -> Iterator[EpisodicMemory]:
-    mem = EpisodicMemory(tmp_path / "m", embedder=HashEmbedder(dimension=32), splade=False)
-    try:
-        mem.store.memorize_many([EPISODE])
+    with seeded_memory(tmp_path / "m") as mem:
         yield mem
-    finally:
-        mem.close()
 
 
 @pytest.mark.parametrize(
