@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from episodex._common.errors import ConfigurationError, GradingError, ValidationError
-from episodex._common.llm import LLMCallable
+from episodex._common.llm import AnyLLM, ask, require_llm
 from episodex._common.text import clip
 from episodex._lessons.answer import find_verdict
 from episodex._lessons.model import (
@@ -206,7 +206,7 @@ def _quoted(text: str) -> str:
 
 
 class LLMGrader:
-    """Grades steps with a language model: any async callable from prompt to text.
+    """Grades steps with a language model: any function from prompt to text, async or not.
 
     The model gets the task and each step (page, elements, reasoning, action, page after)
     and answers in JSON. Answers wrapped in prose or code fences are read; an answer that
@@ -222,17 +222,17 @@ class LLMGrader:
     ```
 
     Args:
-        llm: The model, as an `LLMCallable`.
+        llm: The model, as an `LLMCallable` or a plain function from prompt to text (called
+            in a worker thread).
         retries: How many times to ask again after an unreadable answer.
         max_elements: Elements shown per page in the prompt.
         max_chars: Characters shown per text (reasoning, elements list).
     """
 
     def __init__(
-        self, llm: LLMCallable, *, retries: int = 1, max_elements: int = 40, max_chars: int = 600
+        self, llm: AnyLLM, *, retries: int = 1, max_elements: int = 40, max_chars: int = 600
     ) -> None:
-        if not callable(llm):
-            raise ConfigurationError(f"llm must be an async callable taking a prompt, got {llm!r}")
+        llm = require_llm(llm)
         for name, value in (
             ("retries", retries),
             ("max_elements", max_elements),
@@ -270,7 +270,7 @@ class LLMGrader:
         prompt = base
         attempts = 0
         while True:
-            text = await self.llm(prompt)
+            text = await ask(self.llm, prompt)
             try:
                 # In a worker thread: a long answer must not stall the event loop.
                 return await asyncio.to_thread(parse_grading, text, steps)

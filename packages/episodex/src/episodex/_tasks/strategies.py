@@ -19,7 +19,7 @@ from typing import Any
 
 from episodex._common.budget import require_budget
 from episodex._common.errors import ConfigurationError, NotSupportedError, ValidationError
-from episodex._common.llm import LLMCallable
+from episodex._common.llm import AnyLLM, ask, require_llm
 from episodex._common.text import clip
 from episodex._common.tokens import DEFAULT_ENCODING, TokenCounter, token_counter
 from episodex._common.validation import require_int, require_weight
@@ -488,7 +488,8 @@ class ReflectiveMemory(_StoreMemory):
 
     Args:
         store: Where episodes are kept.
-        llm: An async callable from prompt to text.
+        llm: A function from prompt to text: async, or plain (called in a worker thread, so
+            the event loop runs on while it waits for the model).
         n: How many recent episodes to recall (unless `recall_with` is given).
         template: The reflection prompt; it may use `{instruction}`, `{result}`, `{error}`
             and `{rollout}`, and must use `{instruction}`.
@@ -503,7 +504,7 @@ class ReflectiveMemory(_StoreMemory):
     def __init__(
         self,
         store: TaskStore,
-        llm: LLMCallable,
+        llm: AnyLLM,
         n: int = 3,
         *,
         template: str = REFLECTION_TEMPLATE,
@@ -515,11 +516,7 @@ class ReflectiveMemory(_StoreMemory):
     ) -> None:
         super().__init__(include=include, encoding=encoding)
         self.store = _store_arg(store)
-        if not callable(llm):
-            raise ConfigurationError(
-                f"llm must be an async callable str -> str, got {type(llm).__name__}"
-            )
-        self.llm = llm
+        self.llm: AnyLLM = require_llm(llm)
         self.n = require_int("n", n, minimum=1, error=ConfigurationError)
         self.template = _template_arg(template)
         if timeout is not None and (
@@ -553,7 +550,7 @@ class ReflectiveMemory(_StoreMemory):
             error=episode.error or "(none)",
             rollout=episode.rollout,
         )
-        answer = await asyncio.wait_for(self.llm(prompt), self.timeout)
+        answer = await asyncio.wait_for(ask(self.llm, prompt), self.timeout)
         if not isinstance(answer, str) or not answer.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ValueError(f"the LLM answered {answer!r}, not a sentence")
         return clip(answer, self.max_reflection_chars, ellipsis="...")
