@@ -101,6 +101,12 @@ class ItemStore:
             kind="namespaced_items",
             schema=1,
             where=f"the item collection {collection!r}",
+            mismatch_advice=(
+                "open the store with the embedder it was made with; `episodex reindex` "
+                "re-embeds conversation episodes only, and an item collection keeps its model: "
+                "to move its items to another, read them with that embedder and write them to a "
+                "new collection (`collection=`)"
+            ),
             bm25=self.bm25.config,
         )
         # Reading the stored creation times and writing must not interleave with another put.

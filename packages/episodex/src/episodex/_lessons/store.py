@@ -61,6 +61,13 @@ class LessonStore:
             kind="step_lessons",
             schema=LESSONS_SCHEMA_VERSION,
             where=f"the step-lesson collection {collection!r}",
+            mismatch_advice=(
+                "open the lessons with the embedder they were made with (`embedder=`); "
+                "`episodex reindex` re-embeds conversation episodes only. To move them to "
+                "another, read them with that one (`load_all_memories_for_session`) and give "
+                "them to `store_memories` of lessons opened with the new one on another "
+                "`collection=`, which re-embeds them"
+            ),
         )
         # Shared with every other store on this storage and collection in this process.
         self._write_lock = write_lock(engine, collection)

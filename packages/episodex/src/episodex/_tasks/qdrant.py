@@ -180,6 +180,12 @@ class QdrantTaskStore(BaseMemoryStore):
                 kind="task_episodes",
                 schema=1,
                 where=f"the task episode collection {collection!r}",
+                mismatch_advice=(
+                    "open the store with the embedder it was made with (`embedder=`); "
+                    "`episodex reindex` re-embeds conversation episodes only, and a task "
+                    "collection keeps its model: to move its episodes to another, read them "
+                    "with that embedder and write them to a new collection (`collection=`)"
+                ),
                 bm25=self.bm25.config,
             )
         except BaseException:
