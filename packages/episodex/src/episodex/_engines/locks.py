@@ -1,5 +1,7 @@
 """One write lock per collection and storage in this process, shared by every store on it.
 
+With it, a count of the re-index switches this process made there (`switch_count`).
+
 A store checks which ids it may write (an id that names another tenant's point is refused) and
 then writes; a re-index catches up with a collection and switches it. Both hold the store's
 write lock, and two stores on the same storage must hold the same one: two `EpisodicMemory`
@@ -17,10 +19,15 @@ import threading
 import weakref
 from typing import Any
 
-__all__ = ["write_lock"]
+__all__ = ["count_switch", "switch_count", "write_lock"]
 
 _guard = threading.Lock()
 _locks: weakref.WeakKeyDictionary[Any, dict[str, threading.RLock]] = weakref.WeakKeyDictionary()
+_switches: weakref.WeakKeyDictionary[Any, dict[str, int]] = weakref.WeakKeyDictionary()
+
+
+def _scope(engine: object) -> Any:
+    return getattr(engine, "storage_scope", None) or engine
 
 
 def write_lock(engine: object, collection: str) -> threading.RLock:
@@ -31,7 +38,7 @@ def write_lock(engine: object, collection: str) -> threading.RLock:
     other engine is its own scope. The lock is re-entrant: a write handed on to a re-indexed
     store's successor takes it again in the same thread.
     """
-    scope = getattr(engine, "storage_scope", None) or engine
+    scope = _scope(engine)
     with _guard:
         per = _locks.get(scope)
         if per is None:
@@ -40,3 +47,24 @@ def write_lock(engine: object, collection: str) -> threading.RLock:
         if lock is None:
             lock = per[collection] = threading.RLock()
         return lock
+
+
+def switch_count(engine: object, collection: str) -> int:
+    """How many times this process has switched `collection` on `engine`'s storage.
+
+    A store compares it with the count it opened at to learn, without asking a server, that
+    another store of this process re-indexed its collection (another process's switch it
+    does not see).
+    """
+    with _guard:
+        return _switches.get(_scope(engine), {}).get(collection, 0)
+
+
+def count_switch(engine: object, collection: str) -> None:
+    """Record that `collection` on `engine`'s storage now serves another collection."""
+    scope = _scope(engine)
+    with _guard:
+        per = _switches.get(scope)
+        if per is None:
+            per = _switches[scope] = {}
+        per[collection] = per.get(collection, 0) + 1

@@ -20,6 +20,7 @@ from episodex._common.errors import ConfigurationError
 from episodex._common.validation import require_callback, require_int
 from episodex._embedders.base import Embedder
 from episodex._engines.base import STAGING_DIGITS, STAGING_MARK, ReindexableEngine
+from episodex._engines.locks import count_switch
 from episodex._engines.plan import Filter, HasId, Hit, Point
 
 if TYPE_CHECKING:
@@ -180,6 +181,8 @@ def reindex(
         except BaseException:
             store.retired = False  # not switched: the collection is still this store's
             raise
+        # Other stores of this process on the collection learn of it without a request.
+        count_switch(engine, source)
         switched = EpisodeStore(
             engine, embedder, bm25=store.bm25, splade=store.splade, collection=source
         )

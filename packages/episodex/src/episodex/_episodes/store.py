@@ -32,7 +32,7 @@ from episodex._engines.collection import (
     open_collection,
     tenant_filter,
 )
-from episodex._engines.locks import write_lock
+from episodex._engines.locks import switch_count, write_lock
 from episodex._engines.plan import (
     CollectionSpec,
     Filter,
@@ -173,11 +173,14 @@ class EpisodeStore:
         # Which collection serves this one now: another memory on the same store may re-index
         # it, and this store's models would no longer be the collection's. Checked before every
         # write (under the write lock the re-index holds too) and, where it is only a lookup
-        # (Qdrant Edge), before every recall.
+        # (Qdrant Edge, qdrant-client `:memory:`), before every recall. On a server, a recall
+        # checks only after a re-index by this process (`switch_count`): asking the server
+        # would cost a request per recall, so another process's re-index goes unseen there.
         self._generation = (
             engine.generation(collection) if isinstance(engine, ReindexableEngine) else None
         )
-        self._cheap_generation = getattr(engine, "kind", None) == "edge"
+        self._cheap_generation = getattr(engine, "kind", None) in ("edge", "memory")
+        self._switches = switch_count(engine, collection)
 
     @property
     def write_lock(self) -> threading.RLock:
@@ -189,10 +192,18 @@ class EpisodeStore:
         return self._write_lock
 
     def _require_vectors(self) -> None:
+        """Refuse to embed with this store's models where the collection holds others.
+
+        A query of the old models would rank the new models' vectors, silently: refused
+        wherever the check is a lookup, or once a store of this process switched the
+        collection. (A write asks the engine again under the write lock, in `write_all`.)
+        """
         if self.mismatch is not None:
             raise EmbedderMismatchError(self.mismatch)
-        if self._cheap_generation:
+        switches = switch_count(self.engine, self.collection)
+        if self._cheap_generation or switches != self._switches:
             self._require_current()
+            self._switches = switches  # still current: no need to ask again until the next
 
     def _require_current(self) -> None:
         """Refuse to embed for a collection another memory has re-indexed since this opened it.
