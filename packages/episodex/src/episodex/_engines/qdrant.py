@@ -285,23 +285,10 @@ class QdrantClientEngine:
             if self._client.collection_exists(name):
                 info = self._client.get_collection(name)
                 if self._kind == "server":
-                    # A store made by an older release lacks the indexes newer filters use.
-                    for key in spec.keywords:
-                        if key not in (info.payload_schema or {}):
-                            try:
-                                self._client.create_payload_index(
-                                    name, key, models.PayloadSchemaType.KEYWORD
-                                )
-                            except UnexpectedResponse as exc:
-                                # A read-only key opens the store as before: filters on the
-                                # key still work, reading each candidate's payload.
-                                _log.warning(
-                                    "could not index %r of collection %r (%s); filters on it "
-                                    "read payloads instead",
-                                    key,
-                                    name,
-                                    exc.status_code,
-                                )
+                    # A store made by an older release lacks the indexes newer filters use, and
+                    # one whose making was cut off after `create_collection` lacks any of them
+                    # (without its range index, every ordered read of the key fails).
+                    self._create_indexes(name, spec, set(info.payload_schema or {}), repair=True)
                 return dict(info.config.metadata or {})
             switched = self._finish_switch(spec.name)
             if switched is not None:
@@ -327,23 +314,45 @@ class QdrantClientEngine:
             )
             # Local mode ignores payload indexes (and warns); a server needs them for speed.
             if server:
-                if spec.tenant_key:
-                    self._client.create_payload_index(
-                        name,
-                        spec.tenant_key,
-                        models.KeywordIndexParams(
-                            type=models.KeywordIndexType.KEYWORD, is_tenant=True
-                        ),
-                    )
-                for key in spec.keywords:
-                    self._client.create_payload_index(name, key, models.PayloadSchemaType.KEYWORD)
-                for key in spec.floats:
-                    self._client.create_payload_index(name, key, models.PayloadSchemaType.FLOAT)
-                for key in spec.integers:
-                    self._client.create_payload_index(name, key, models.PayloadSchemaType.INTEGER)
+                self._create_indexes(name, spec, set(), repair=False)
             return dict(spec.metadata)
 
         return self._call("create collection", run)
+
+    def _create_indexes(
+        self, name: str, spec: CollectionSpec, have: set[str], *, repair: bool
+    ) -> None:
+        """Create the payload indexes of `spec` that the server collection `name` lacks.
+
+        With `repair` (a collection that already existed), an index the server refuses is
+        logged and skipped: a read-only key opens the store as before, and filters on it read
+        each candidate's payload instead.
+        """
+        wanted: list[tuple[str, Any]] = []
+        if spec.tenant_key:
+            wanted.append(
+                (
+                    spec.tenant_key,
+                    models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, is_tenant=True),
+                )
+            )
+        wanted += [(key, models.PayloadSchemaType.KEYWORD) for key in spec.keywords]
+        wanted += [(key, models.PayloadSchemaType.FLOAT) for key in spec.floats]
+        wanted += [(key, models.PayloadSchemaType.INTEGER) for key in spec.integers]
+        for key, schema in wanted:
+            if key in have:
+                continue
+            try:
+                self._client.create_payload_index(name, key, schema)
+            except UnexpectedResponse as exc:
+                if not repair:
+                    raise
+                _log.warning(
+                    "could not index %r of collection %r (%s); filters on it read payloads instead",
+                    key,
+                    name,
+                    exc.status_code,
+                )
 
     def upsert(self, collection: str, points: Sequence[Point]) -> None:
         """Insert or replace points in one request, waiting for it to be applied."""
