@@ -403,12 +403,25 @@ class _OpenFolder:
             return opened
 
     def release(self) -> None:
+        # The last handle's teardown holds the registry lock to its end, so an open of this
+        # folder in another thread waits for it and then opens the folder anew. Taken out of
+        # the registry before it was unlocked, the folder was locked again by such an open,
+        # which got StoreLockedError ("open in another process") though there was none.
         with self._registry_lock:
             self.handles -= 1
             if self.handles > 0:
                 return
             if self._registry.get(self.key) is self:
                 del self._registry[self.key]
+            failures = self._close_shards()
+        if failures:
+            raise EngineError(
+                f"closing the store at {self.root} failed ({'; '.join(failures)}); what "
+                "was acknowledged before is on disk unless the folder was deleted"
+            )
+
+    def _close_shards(self) -> list[str]:
+        """Flush and close every shard, then unlock the folder; what failed, if anything."""
         with self.lock:
             failures: list[str] = []
             for name, shard in self.shards.items():
@@ -423,11 +436,7 @@ class _OpenFolder:
                         failures.append(f"{name}: {exc}")
             self.shards.clear()
             self.folder_lock.release()
-        if failures:
-            raise EngineError(
-                f"closing the store at {self.root} failed ({'; '.join(failures)}); what "
-                "was acknowledged before is on disk unless the folder was deleted"
-            )
+        return failures
 
 
 class EdgeEngine:
