@@ -116,6 +116,11 @@ class EpisodeRecorder:
         # Spilled episodes stored (or refused) whose lines a failed rewrite left in the file,
         # by point id: never written, counted or reported pending again.
         self._settled: dict[str, ConversationEpisode] = {}
+        # The ids of episodes `record` calls wait to hear about (how many calls wait for each)
+        # and, by id, the episodes of those ids stored since: another call's write may store
+        # a call's episode before it writes.
+        self._awaited: dict[str, int] = {}
+        self._stored_awaited: dict[str, list[ConversationEpisode]] = {}
         self._wake = threading.Event()
         self._idle = threading.Event()
         self._idle.set()
@@ -146,21 +151,44 @@ class EpisodeRecorder:
         count the span as recorded. Returns each episode's point id as `record` does.
         """
         parsed = [self._prepare(episode) for episode in episodes]
+        ids = [episode.point_id for episode in parsed if episode is not None and episode.point_id]
         with self._lock:
             self._pending.extend(episode for episode in parsed if episode is not None)
-            if self.deferred and not self._closed:
+            # Not deferred, or closed: the writer thread is stopping or gone, so waiting for
+            # it would leave these episodes unwritten (and `flush` waiting forever).
+            write_now = not self.deferred or self._closed
+            if write_now:
+                for point_id in ids:
+                    self._awaited[point_id] = self._awaited.get(point_id, 0) + 1
+            else:
                 # The background writer may be slow or failing: the bound holds at once.
                 # Otherwise the write below comes first, and only what the store could not
                 # take then is spilled or dropped (a working store loses nothing).
                 self._trim_locked()
-        if self.deferred and not self._closed:
+        if not write_now:
             self._idle.clear()
             self._wake.set()
             return [None] * len(parsed)
-        # Not deferred, or closed: the writer thread is stopping or gone, so waiting for it
-        # would leave these episodes unwritten (and `flush` waiting forever); write them now.
-        stored = await self._write_pending()
-        return [ep.point_id if ep is not None and ep.point_id in stored else None for ep in parsed]
+        try:
+            await self._write_pending()
+        finally:
+            with self._lock:
+                # Stored by this call's write, or by another call's that took them along.
+                stored = [
+                    ep is not None and ep in self._stored_awaited.get(ep.point_id or "", ())
+                    for ep in parsed
+                ]
+                for point_id in ids:
+                    left = self._awaited[point_id] - 1
+                    if left:
+                        self._awaited[point_id] = left
+                    else:
+                        del self._awaited[point_id]
+                        self._stored_awaited.pop(point_id, None)
+        return [
+            ep.point_id if ep is not None and was_stored else None
+            for ep, was_stored in zip(parsed, stored, strict=True)
+        ]
 
     def note_recall_failure(self, exc: BaseException) -> None:
         """Count a recall an adapter skipped because it failed (and remember the error)."""
@@ -387,6 +415,9 @@ class EpisodeRecorder:
             rejected = set[str]()
         with self._lock:
             self._counts["recorded"] += len(written)
+            for episode in batch:
+                if episode.point_id in written and episode.point_id in self._awaited:
+                    self._stored_awaited.setdefault(episode.point_id, []).append(episode)
             # By id, not by position: episodes queued or spilled meanwhile stay.
             done = written | rejected
             self._pending = deque(ep for ep in self._pending if ep.point_id not in done)
