@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import logging
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -42,6 +44,8 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
     ) from exc
 
 __all__ = ["EpisodexStore"]
+
+logger = logging.getLogger("langchain_episodex")
 
 _WILDCARD = "*"
 
@@ -149,8 +153,24 @@ class EpisodexStore(BaseStore):
         return self._run(list(ops))
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """`batch` with the engine work in a worker thread."""
-        return await asyncio.to_thread(self._run, list(ops))
+        """`batch` with the engine work in a worker thread.
+
+        A caller that gives up (a timeout, a cancelled task) leaves the batch to run to its
+        end, and its outcome is logged, as the core's writes do: with `asyncio.to_thread` its
+        puts and deletes were made or not depending on whether its thread had started.
+        """
+        batch = list(ops)
+        context = contextvars.copy_context()  # the caller's context variables come along
+
+        def call() -> list[Result]:
+            return context.run(self._run, batch)
+
+        work = asyncio.get_running_loop().run_in_executor(None, call)
+        try:
+            return await asyncio.shield(work)
+        except asyncio.CancelledError:
+            work.add_done_callback(_log_abandoned)
+            raise
 
     # -- translation to the core -----------------------------------------------------------
 
@@ -277,6 +297,20 @@ class EpisodexStore(BaseStore):
             max_depth=op.max_depth,
             limit=op.limit,
             offset=op.offset,
+        )
+
+
+def _log_abandoned(work: asyncio.Future[list[Result]]) -> None:
+    if work.cancelled():  # the event loop shut down before the thread finished
+        return
+    exc = work.exception()
+    if exc is None:
+        logger.info("a store batch was cancelled by its caller but completed: its writes are made")
+    else:
+        logger.warning(
+            "a store batch was cancelled by its caller, then failed: %s: %s",
+            type(exc).__name__,
+            exc,
         )
 
 
