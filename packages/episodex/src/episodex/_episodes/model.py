@@ -107,6 +107,22 @@ class ConversationEpisode(FrozenModel):
             raise ValueError(f"must be a finite number {allowed}, got {value!r}")
         return float(value)
 
+    @field_validator("timestamp_begin", "timestamp_end")
+    @classmethod
+    def _readable(cls, value: datetime | None) -> datetime | None:
+        # Stored as epoch seconds (a float): the last microseconds of year 9999 round up to a
+        # float in year 10000, which no read (recall, get, stats, export) could turn back into
+        # a time, so the one episode would fail every read of its user's memory.
+        if value is not None:
+            try:
+                datetime.fromtimestamp(to_utc(value).timestamp(), UTC)
+            except (OverflowError, ValueError, OSError):
+                raise ValueError(
+                    f"{value.isoformat()} is too close to the end of year 9999: stored as epoch "
+                    "seconds, it would read back as year 10000; give an earlier time"
+                ) from None
+        return value
+
     @model_validator(mode="after")
     def _ranges(self) -> Self:
         if self.end_index is not None and self.end_index < self.start_index:
