@@ -7,6 +7,7 @@ store's public methods.
 
 from __future__ import annotations
 
+import codecs
 import io
 import json
 from collections.abc import Callable, Iterable
@@ -50,11 +51,12 @@ def export(
     conversation_id: str | None = None,
 ) -> int:
     """Write this user's and agent's episodes as JSONL (one `memorize` record a line)."""
+    ascii_only = False
     if not isinstance(destination, str | Path):
         # Checked before the first episode is read: with none to write, a wrong destination
         # went unnoticed, and with some it failed on the first write (a raw AttributeError or
         # TypeError) after the file was opened.
-        _require_text_writer(destination)
+        ascii_only = _require_text_writer(destination)
     hits = self.iter_episodes(user_id=user_id, agent_id=agent_id, conversation_id=conversation_id)
     if isinstance(destination, str | Path):
         path = Path(destination)
@@ -67,7 +69,7 @@ def export(
                 "a folder that exists and is writable"
             ) from exc
         return n
-    return _write_jsonl(destination, hits)
+    return _write_jsonl(destination, hits, ascii_only=ascii_only)
 
 
 def import_(
@@ -208,8 +210,11 @@ def episode_record(hit: Hit) -> dict[str, Any]:
     }
 
 
-def _require_text_writer(destination: object) -> None:
-    """`destination` must be a file open for text: JSONL records are written as `str`."""
+def _require_text_writer(destination: object) -> bool:
+    """`destination` must be a file open for text: JSONL records are written as `str`.
+
+    Returns whether the records must be written in ASCII: the file's encoding is not UTF-8.
+    """
     if not callable(getattr(destination, "write", None)):
         raise ValidationError(
             f"export writes to a path or a file open for writing, got {type(destination).__name__}"
@@ -221,11 +226,30 @@ def _require_text_writer(destination: object) -> None:
             "export writes text: open the file in text mode ('w', encoding='utf-8'), or give "
             "its path"
         )
+    encoding = getattr(destination, "encoding", None)
+    if not isinstance(encoding, str):
+        return False  # a stream of str (StringIO): its text is kept as is
+    try:
+        name = codecs.lookup(encoding).name
+        if name in ("utf-8", "utf-8-sig"):  # a byte order mark first: import_ skips it
+            return False
+        ascii_compatible = "{}\n".encode(encoding) == b"{}\n"
+    except (LookupError, UnicodeError):
+        ascii_compatible = False
+    if not ascii_compatible:
+        # import_ reads UTF-8: a UTF-16 export could never be read back.
+        raise ValidationError(
+            f"export writes UTF-8 JSONL, which import_ reads, but the file is open as {encoding}; "
+            "open it with encoding='utf-8', or give its path"
+        )
+    # Another ASCII-compatible encoding (ASCII, Latin-1, cp1252) lacks most characters, and
+    # import_ reads UTF-8: the records go in ASCII, other characters as JSON escapes.
+    return True
 
 
-def _write_jsonl(fh: IO[str], hits: Iterable[Hit]) -> int:
+def _write_jsonl(fh: IO[str], hits: Iterable[Hit], *, ascii_only: bool = False) -> int:
     n = 0
     for hit in hits:
-        fh.write(json.dumps(episode_record(hit), ensure_ascii=False) + "\n")
+        fh.write(json.dumps(episode_record(hit), ensure_ascii=ascii_only) + "\n")
         n += 1
     return n
