@@ -21,6 +21,7 @@ __all__ = [
     "json_object",
     "parse_model",
     "require_callback",
+    "require_encodable",
     "require_id",
     "require_int",
     "require_share",
@@ -180,9 +181,28 @@ def parse_model(cls: type[M], data: object, *, what: str, where: str = "") -> M:
 
 
 def require_text(name: str, value: object) -> str:
-    """`value` must be a string with at least one non-space character."""
+    """`value` must be a string with at least one non-space character, encodable as UTF-8."""
     if not isinstance(value, str) or not value.strip():
         raise ValidationError(f"{name} must be a non-empty string, got {value!r}")
+    return require_encodable(name, value)
+
+
+def require_encodable(name: str, value: str) -> str:
+    """`value` must be encodable as UTF-8: no tokenizer or model reads a lone surrogate.
+
+    A lone surrogate is half a character (a client that cuts text by UTF-16 units leaves half
+    an emoji). A text to embed that holds one made the models fail (`EmbeddingError`, which
+    the adapters count as an outage) or the BM25 tokenizer raise a raw `UnicodeEncodeError`;
+    it is the caller's input, refused by name before any model runs.
+    """
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValidationError(
+            f"{name} has a lone surrogate (\\u{ord(value[exc.start]):04x}) at position "
+            f"{exc.start}, which cannot be encoded as UTF-8: drop it, or replace it "
+            "(text.encode('utf-8', 'replace').decode())"
+        ) from None
     return value
 
 

@@ -22,7 +22,13 @@ from episodex._common.errors import (
     ValidationError,
 )
 from episodex._common.helpers import both
-from episodex._common.validation import require_id, require_int, require_share, require_weight
+from episodex._common.validation import (
+    require_id,
+    require_int,
+    require_share,
+    require_text,
+    require_weight,
+)
 from episodex._embedders.base import Embedder, embed_documents, embed_query
 from episodex._embedders.splade import SpladeEncoder
 from episodex._engines.base import Engine, ReindexableEngine
@@ -487,8 +493,7 @@ class EpisodeStore:
         check_recall_options(options)
         self._require_vectors()
         base = tenant_filter(user_id, agent_id)
-        if not isinstance(query, str) or not query.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ValidationError(f"query must be a non-empty string, got {query!r}")
+        require_text("query", query)
         if conversation_id is not None:
             require_id("conversation_id", conversation_id)
         # The defaults live here and only here (RecallOptions repeats them in its docs).

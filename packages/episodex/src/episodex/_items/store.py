@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from episodex._common.errors import ValidationError
-from episodex._common.validation import require_int, require_weight
+from episodex._common.validation import require_encodable, require_int, require_weight
 from episodex._embedders.base import Embedder, embed_documents, embed_query
 from episodex._engines.base import Engine
 from episodex._engines.collection import (
@@ -261,6 +261,8 @@ class ItemStore:
         flt = value_filter(prefix_filter(base, prefix), filter)
         if query is not None and not isinstance(query, str):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ValidationError(f"query must be a string or None, got {query!r}")
+        if query is not None:
+            require_encodable("query", query)
         weights = {
             "text": require_weight("dense_weight", dense_weight),
             "bm25": require_weight("bm25_weight", bm25_weight),

@@ -22,7 +22,7 @@ from typing import Any, Unpack
 from episodex._common.errors import ConfigurationError, ValidationError
 from episodex._common.host import EngineHost
 from episodex._common.sync import SyncTwin, blocking, forward, in_thread
-from episodex._common.validation import require_id, require_int, require_weight
+from episodex._common.validation import require_encodable, require_id, require_int, require_weight
 from episodex._embedders.base import Embedder
 from episodex._embedders.resolve import resolve_embedder
 from episodex._engines.base import Engine
@@ -509,6 +509,7 @@ class StepLessonMemory:
             raise ValidationError(
                 f"current_state must be a string, got {type(current_state).__name__}"
             )
+        require_encodable("current_state", current_state)
         given = {k: v for k, v in options.items() if v is not None}
         o = {**self.defaults, **given}
         threshold = check_unit("env_threshold", o["env_threshold"])
