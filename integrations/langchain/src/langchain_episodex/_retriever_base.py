@@ -113,7 +113,7 @@ class EpisodexRetriever(BaseRetriever):
         k: int | None = None,
         **overrides: Any,
     ) -> list[Document]:
-        _check_query(query)
+        query = _readable(query)
         k, options = self._call_options(k, overrides)
         return run_sync(self._documents_or_none(query, k, options))
 
@@ -125,12 +125,18 @@ class EpisodexRetriever(BaseRetriever):
         k: int | None = None,
         **overrides: Any,
     ) -> list[Document]:
-        _check_query(query)
+        query = _readable(query)
         k, options = self._call_options(k, overrides)
         return await self._documents_or_none(query, k, options)
 
 
-def _check_query(query: object) -> None:
+def _readable(query: object) -> str:
+    """The query, with any half character read as U+FFFD.
+
+    A query is end-user text: a client that cuts text by UTF-16 units leaves half an emoji (a
+    lone surrogate), which no model can read and the core refuses. Read as the replacement
+    character, the rest of the message still recalls, and the chain still gets its documents.
+    """
     # A retriever placed where a chain hands it a dict (or None) would fail deep inside with
     # an AttributeError; say what it takes instead.
     if not isinstance(query, str):
@@ -138,3 +144,4 @@ def _check_query(query: object) -> None:
             f"a retriever query must be a string, got {type(query).__name__}: put the "
             "retriever after a step that picks the question out (e.g. itemgetter('question'))"
         )
+    return query.encode("utf-16", "surrogatepass").decode("utf-16", "replace")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import overload
 
-__all__ = ["bad_lines_summary", "clip", "without_bom"]
+__all__ = ["bad_lines_summary", "clip", "mended", "without_bom"]
 
 
 @overload
@@ -39,3 +39,13 @@ def bad_lines_summary(bad: Sequence[tuple[int, str]], *, what: str = "line", sho
     listed = "; ".join(f"{what} {number}: {why}" for number, why in bad[:shown])
     more = f" (and {len(bad) - shown} more)" if len(bad) > shown else ""
     return listed + more
+
+
+def mended(text: str) -> str:
+    """`text` with each half character (a lone surrogate) read as U+FFFD.
+
+    A client that cuts text by UTF-16 units leaves half an emoji; no model can read it and no
+    store can keep it as UTF-8. Chat messages are end-user text, so the adapters' paths mend
+    it rather than lose the turn; two halves of one character come back as that character.
+    """
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import overload
 
 from episodex._common.errors import ValidationError
+from episodex._common.text import mended
 from episodex._common.validation import id_problem, require_int
 from episodex._episodes.model import MAX_SPEAKERS
 
@@ -202,7 +203,9 @@ def span_episodes(
     Args:
         messages: `(role, text)` pairs or `(role, text, name)` triples (`message_line` makes
             them) in conversation order; those with blank text are skipped (their index
-            still counts). A name is None or one line of text, as an id.
+            still counts). A name is None or one line of text, as an id. Half a character
+            in a text (a lone surrogate, which no store can keep) is kept as U+FFFD, so the
+            message is stored rather than its episode refused.
         start_index: The conversation index of the first message.
         max_chars: Longest long summary of one episode.
         short_chars: Longest short summary (the user's words, condensed; the assistant's when
@@ -239,7 +242,7 @@ def span_episodes(
             )
         if text.strip():
             who = (role,) if name is None or name == role else (role, name)
-            lines.append(_Line(start_index + offset, role, _indented(text.strip()), who))
+            lines.append(_Line(start_index + offset, role, _indented(mended(text.strip())), who))
     episodes: list[SpanEpisode] = []
     group: list[_Line] = []
     size = 0

@@ -13,6 +13,7 @@ __all__ = [
     "latest_user_text",
     "message_lines",
     "message_text",
+    "readable",
     "recorded_text",
     "session_of",
     "speaker_name",
@@ -54,13 +55,23 @@ def recorded_text(message: ChatMessage) -> str:
     return text
 
 
+def readable(query: str) -> str:
+    """A query with any half character read as U+FFFD.
+
+    A query is end-user text: a client that cuts text by UTF-16 units leaves half an emoji (a
+    lone surrogate), which no model can read and the core refuses. Read as the replacement
+    character, the rest of the message still recalls.
+    """
+    return query.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
 def latest_user_text(messages: Sequence[ChatMessage] | None) -> str:
-    """The text of the newest user message that has any, or `""`."""
+    """The text of the newest user message that has any (`readable`), or `""`."""
     for message in reversed(messages or ()):
         if message.role == MessageRole.USER:
             text = message_text(message)
             if text:
-                return text
+                return readable(text)
     return ""
 
 

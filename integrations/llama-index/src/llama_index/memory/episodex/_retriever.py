@@ -11,6 +11,7 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from llama_index.memory.episodex._checks import check_recall_options, require_id
+from llama_index.memory.episodex._messages import readable
 
 from episodex import (
     ConfigurationError,
@@ -206,7 +207,7 @@ class EpisodicRetriever(BaseRetriever):
             "user_id": self.user_id,
             "agent_id": self.agent_id,
             "conversation_id": self.conversation_id,
-            "query": query_bundle.query_str,
+            "query": readable(query_bundle.query_str),
         }
 
     def _nodes(self, result: Mapping[str, list[dict[str, Any]]]) -> list[NodeWithScore]:

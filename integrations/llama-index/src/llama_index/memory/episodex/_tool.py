@@ -8,6 +8,7 @@ from typing import Any
 
 from llama_index.core.tools import FunctionTool
 from llama_index.memory.episodex._checks import check_recall_options, require_id
+from llama_index.memory.episodex._messages import readable
 
 from episodex import (
     DEFAULT_ENCODING,
@@ -112,7 +113,7 @@ def create_memory_search_tool(
             result = await core.recall(
                 user_id=user,
                 agent_id=agent,
-                query=query,
+                query=readable(query),
                 conversation_id=conversation,
                 **options,
             )
