@@ -9,9 +9,9 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from episodex import (
+    AnyLLM,
     ConfigurationError,
     EpisodeRecorder,
-    LLMCallable,
     MemoryScope,
     RecorderStats,
     SyncStepLessonMemory,
@@ -232,8 +232,9 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         max_tokens: Token budget of the recalled block.
         recall_options: Extra `EpisodicMemory.recall` options.
         record: Record each finished run as an episode.
-        reflection_model: A LangChain model or an async `prompt -> text` function that
-            writes the episode's summaries; None records plain summaries.
+        reflection_model: A LangChain model, or a `prompt -> text` function (async, or
+            plain: called in a worker thread), that writes the episode's summaries; None
+            records plain summaries.
         lessons: The lesson source (mode `lessons`).
         env: `(state, runtime) -> environment` for lessons: what the agent sees now, an
             `EnvState` or a mapping with `url`, `page`, `elements` (mode `lessons`).
@@ -259,7 +260,7 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         max_tokens: int | None = None,
         recall_options: Mapping[str, Any] | None = None,
         record: bool = True,
-        reflection_model: BaseLanguageModel[Any] | LLMCallable | None = None,
+        reflection_model: BaseLanguageModel[Any] | AnyLLM | None = None,
         lessons: LessonSource | SyncStepLessonMemory | None = None,
         env: EnvGetter | None = None,
         current_state: StateGetter | None = None,
@@ -339,14 +340,15 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
             raise ConfigurationError(str(exc)) from None
         self.record = record
         if reflection_model is None or isinstance(reflection_model, BaseLanguageModel):
-            self._reflect: LLMCallable | None = (
+            self._reflect: AnyLLM | None = (
                 None if reflection_model is None else from_langchain(reflection_model)
             )
         elif callable(reflection_model):
             self._reflect = reflection_model
         else:
             raise ConfigurationError(
-                f"reflection_model must be a LangChain model or an async function, got {type(reflection_model).__name__}"
+                "reflection_model must be a LangChain model or a function from prompt to text "
+                f"(async or plain), got {type(reflection_model).__name__}"
             )
         # Per instance, so two middlewares keep their blocks in their own fields. The block is
         # in the run's output (to see what was recalled); the run's bookkeeping stays private.

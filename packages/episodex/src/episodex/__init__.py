@@ -19,7 +19,8 @@ from episodex._common.errors import (
     UnknownTagError,
     ValidationError,
 )
-from episodex._common.llm import LLMCallable
+from episodex._common.llm import AnyLLM, LLMCallable
+from episodex._common.llm import ask as ask_llm
 from episodex._common.scope import MemoryScope, resolve_scope
 from episodex._common.sync import run_sync
 from episodex._common.tokens import DEFAULT_ENCODING, token_counter
@@ -80,6 +81,7 @@ __all__ = [
     "DEFAULT_FIELDS",
     "DEFAULT_MODEL_ID",
     "EPISODE_FIELDS",
+    "AnyLLM",
     "Attempt",
     "BaseMemory",
     "BaseMemoryStore",
@@ -154,6 +156,7 @@ __all__ = [
     "VectorCacheEmbedder",
     "WorkingMemory",
     "__version__",
+    "ask_llm",
     "default_embedder",
     "export_memories",
     "format_lessons",

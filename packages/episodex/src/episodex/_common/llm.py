@@ -8,6 +8,8 @@ chat models into an `LLMCallable`; a plain coroutine function works as well::
         return "Check the units before converting."
 
 A plain function (`def llm(prompt) -> str`) works too: `ask` calls it in a worker thread.
+The package exports `ask` as `episodex.ask_llm`, so the adapters' own model options
+(`reflection_model=`, `summarizer=`) take the same two kinds of function.
 """
 
 from __future__ import annotations

@@ -25,13 +25,14 @@ from pydantic import Field, PrivateAttr, field_validator
 
 from episodex import (
     DEFAULT_ENCODING,
+    AnyLLM,
     ConfigurationError,
     EpisodeRecorder,
     EpisodicMemory,
-    LLMCallable,
     RecorderStats,
     SyncEpisodicMemory,
     ValidationError,
+    ask_llm,
     format_recall,
     span_episodes,
     token_counter,
@@ -152,8 +153,9 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
     """A token budget for the block; the lowest-ranked episodes are left out to fit it."""
     encoding: str | Callable[[str], int] = Field(default=DEFAULT_ENCODING, exclude=True)
     """How tokens are counted: a tiktoken encoding name (offline cl100k) or a counter."""
-    summarizer: LLMCallable | None = Field(default=None, exclude=True)
-    """An async `prompt -> text` callable (see `from_llama_index`) writing the short summary.
+    summarizer: AnyLLM | None = Field(default=None, exclude=True)
+    """A `prompt -> text` function writing the short summary: async, or plain (called in a
+    worker thread); `from_llama_index(llm)` makes one of a LlamaIndex LLM.
 
     Without it the short summary is an extract of what the user said.
     """
@@ -182,6 +184,17 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
         with configuration_errors(type(self).__name__):
             super().__init__(**data)
         self._recorder = EpisodeRecorder(self.memory, deferred=self.deferred)
+
+    @field_validator("summarizer", mode="before")
+    @classmethod
+    def _summarizer(cls, value: object) -> object:
+        # A LlamaIndex LLM is not callable itself: say how to pass it, not only "callable".
+        if value is not None and not callable(value):
+            raise ValueError(
+                "must be a function from prompt to text (async, or plain: called in a worker "
+                "thread); wrap a LlamaIndex LLM with from_llama_index(llm)"
+            )
+        return value
 
     @field_validator("memory", mode="before")
     @classmethod
@@ -480,7 +493,10 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
             try:
                 # Escaped, so no message can close the tag and speak as the prompt.
                 quoted = html.escape(exchange, quote=False)
-                text = (await self.summarizer(SUMMARY_PROMPT.format(exchange=quoted))).strip()
+                answer = await ask_llm(self.summarizer, SUMMARY_PROMPT.format(exchange=quoted))
+                if not isinstance(answer, str):
+                    raise TypeError(f"the summarizer answered a {type(answer).__name__}, not text")
+                text = answer.strip()
             except Exception:
                 # The messages may have left short-term memory already: record them with the
                 # extract rather than lose them to a failing model.
