@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import uuid
@@ -65,7 +66,7 @@ logger = logging.getLogger("langchain_episodex")
 _RESERVED_KEYS = frozenset({"messages", "jump_to", "structured_response"})
 
 EnvGetter = Callable[[Mapping[str, Any], Runtime[Any]], Any]
-StateGetter = Callable[[Mapping[str, Any], Runtime[Any]], str]
+StateGetter = Callable[[Mapping[str, Any], Runtime[Any]], str | Awaitable[str]]
 
 
 @runtime_checkable
@@ -236,10 +237,11 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
             plain: called in a worker thread), that writes the episode's summaries; None
             records plain summaries.
         lessons: The lesson source (mode `lessons`).
-        env: `(state, runtime) -> environment` for lessons: what the agent sees now, an
-            `EnvState` or a mapping with `url`, `page`, `elements` (mode `lessons`).
+        env: `(state, runtime) -> environment` for lessons, async or plain: what the agent
+            sees now, an `EnvState` or a mapping with `url`, `page`, `elements` (mode
+            `lessons`).
         current_state: `(state, runtime) -> text` of the agent's internal state for
-            lessons; default: its last message, else the user's.
+            lessons, async or plain; default: its last message, else the user's.
         deferred: Record in a background thread, so a run does not wait for embedding;
             `flush()` (or `aflush()`) waits for it.
         max_pending: Most episodes kept while the store fails.
@@ -472,10 +474,15 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
             return str(request.state.get(self.state_key) or "")
         assert self.lessons is not None and self._env is not None  # checked in __init__
         try:
+            # Either getter may be async (a page read from an async browser session): passed
+            # on as they are, their coroutines would be the page and state asked about.
             env = self._env(request.state, request.runtime)
-            block = self.lessons.lessons_block(
-                env, self._current_state(request.state, request.runtime)
-            )
+            if inspect.isawaitable(env):
+                env = await env
+            current = self._current_state(request.state, request.runtime)
+            if inspect.isawaitable(current):
+                current = await current
+            block = self.lessons.lessons_block(env, current)
             # A synchronous source (a SyncStepLessonMemory) has answered already; awaiting
             # its text would fail every call and the agent would never see a lesson.
             return block if isinstance(block, str) else await block
