@@ -89,6 +89,13 @@ def _conditions(
             for op, operand in ops.items():
                 _operator(path, op, operand, must, must_not)
         elif isinstance(wanted, Mapping):
+            if not wanted:
+                # LangGraph's stores read it as "an object", which the engine cannot ask; with
+                # no condition at all it matched every item, with or without the field.
+                raise ValidationError(
+                    f"filter on {_named(path)!r} is an empty dict, which names no value to "
+                    "match: give a value, an operator or a nested field"
+                )
             _conditions(wanted, path, must, must_not, depth=depth + 1)  # pyright: ignore[reportUnknownArgumentType]
         else:
             must.append(_equals(path, wanted))
