@@ -153,6 +153,8 @@ def _condition(cond: Condition, key: Keyer) -> Any:
         return qe.FieldCondition(
             cond.key, range=qe.RangeFloat(gte=cond.gte, gt=cond.gt, lte=cond.lte, lt=cond.lt)
         )
+    if isinstance(cond, Filter):
+        return render_filter(cond, key)
     return qe.HasIdCondition({key(i) for i in cond.ids})
 
 

@@ -152,12 +152,13 @@ class HasId:
         _check_point_ids(self.ids, "a HasId point id")
 
 
-Condition = Match | MatchAny | MatchExcept | Range | HasId
-
-
 @dataclass(frozen=True, slots=True)
 class Filter:
-    """All of `must`, none of `must_not`."""
+    """All of `must`, none of `must_not`.
+
+    A filter is a condition too: `must_not=(Filter(must=(a,), must_not=(b,)),)` keeps the
+    points where `a` fails or `b` holds.
+    """
 
     must: tuple[Condition, ...] = ()
     must_not: tuple[Condition, ...] = ()
@@ -169,6 +170,9 @@ class Filter:
     def and_not(self, *conditions: Condition) -> Filter:
         """Return this filter with more `must_not` conditions."""
         return Filter(self.must, self.must_not + tuple(conditions))
+
+
+Condition = Match | MatchAny | MatchExcept | Range | HasId | Filter
 
 
 @dataclass(frozen=True, slots=True)

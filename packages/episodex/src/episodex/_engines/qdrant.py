@@ -73,6 +73,8 @@ def _condition(cond: Condition) -> Any:
         return models.FieldCondition(
             key=cond.key, range=models.Range(gt=cond.gt, gte=cond.gte, lt=cond.lt, lte=cond.lte)
         )
+    if isinstance(cond, Filter):
+        return render_filter(cond)
     assert isinstance(cond, HasId)
     return models.HasIdCondition(has_id=list(cond.ids))
 

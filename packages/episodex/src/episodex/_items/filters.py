@@ -3,13 +3,14 @@
 A value filter is a JSON object: `{"status": "active"}` matches an equal field,
 `{"meta": {"lang": "en"}}` a nested one, and an operator object compares:
 `{"score": {"$gt": 4.5, "$lte": 9}}`. Operators are `$eq`, `$ne`, `$gt`, `$gte`, `$lt` and
-`$lte`. Strings and booleans match exactly; numbers compare as numbers (1 equals 1.0). Every
-condition runs in the engine, on the payload's `value`.
+`$lte`. Strings and booleans match exactly; numbers compare as numbers (1 equals 1.0). A
+condition compares the field itself, as LangGraph's `InMemoryStore` does: a list field is
+never equal to a value it holds, nor within a range. Every condition runs in the engine, on the payload's `value`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from episodex._common.errors import ValidationError
@@ -98,7 +99,7 @@ def _conditions(
                 )
             _conditions(wanted, path, must, must_not, depth=depth + 1)  # pyright: ignore[reportUnknownArgumentType]
         else:
-            must.append(_equals(path, wanted))
+            _operator(path, "$eq", wanted, must, must_not)
 
 
 def _named(path: tuple[str, ...]) -> str:
@@ -114,12 +115,16 @@ def _operator(
     must_not: list[Condition],
 ) -> None:
     if op == "$eq":
-        must.append(_equals(path, operand))
+        field = _field(path, _equals(path, operand))
+        must.extend(field.must)
+        must_not.extend(field.must_not)
     elif op == "$ne":
-        must_not.append(_equals(path, operand))
+        must_not.append(_field(path, _equals(path, operand)))
     elif op in _COMPARE:
-        # Every key quoted as needed: `{"first name": ...}` is a field, not an invalid path.
-        must.append(Range(payload_path(*path), **{_COMPARE[op]: _number(path, op, operand)}))
+        bound = {_COMPARE[op]: _number(path, op, operand)}
+        field = _field(path, lambda key: Range(key, **bound))
+        must.extend(field.must)
+        must_not.extend(field.must_not)
     else:
         raise ValidationError(
             f"filter on {_named(path)!r}: unknown operator {op!r}; use $eq, $ne, "
@@ -135,12 +140,25 @@ def _number(path: tuple[str, ...], op: str, operand: object) -> float:
     return float(operand)
 
 
-def _equals(path: tuple[str, ...], wanted: object) -> Condition:
+def _field(path: tuple[str, ...], condition: Callable[[str], Condition]) -> Filter:
+    """The field at `path` passes `condition` and is no list.
+
+    The engine reads a condition on a list field as "an element passes": `{"tag": "x"}`
+    matched `{"tag": ["x", "y"]}` and `$ne` dropped it. `key[]` reaches a list's elements
+    only (nothing of a single value), so a list whose element passes is left out.
+    """
+    # Every key quoted as needed: `{"first name": ...}` is a field, not an invalid path.
+    key = payload_path(*path)
+    return Filter(must=(condition(key),), must_not=(condition(f"{key}[]"),))
+
+
+def _equals(path: tuple[str, ...], wanted: object) -> Callable[[str], Condition]:
+    """The condition "equals `wanted`", for any key."""
     if isinstance(wanted, str | bool):
-        return Match(payload_path(*path), wanted)
+        return lambda key: Match(key, wanted)
     if isinstance(wanted, int | float):
         number = _number(path, "$eq", wanted)
-        return Range(payload_path(*path), gte=number, lte=number)
+        return lambda key: Range(key, gte=number, lte=number)
     raise ValidationError(
         f"filter on {_named(path)!r}: only a string, boolean or number can be "
         f"matched in the engine, got {type(wanted).__name__}"

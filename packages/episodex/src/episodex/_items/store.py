@@ -246,7 +246,8 @@ class ItemStore:
             query: Natural-language query.
             filter: A value filter run in the engine: `{"status": "active"}` matches an equal
                 field, a nested dict a nested field, and `{"n": {"$gt": 4}}` compares with
-                `$eq`, `$ne`, `$gt`, `$gte`, `$lt` or `$lte` (numbers compare as numbers).
+                `$eq`, `$ne`, `$gt`, `$gte`, `$lt` or `$lte` (numbers compare as numbers; a
+                list field is compared whole, never by its elements).
             limit: Most items returned.
             offset: Items skipped first (for pages).
             dense_weight: RRF weight of the dense search.
