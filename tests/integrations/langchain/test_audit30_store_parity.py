@@ -10,7 +10,9 @@ and the same filters run on both. Before:
   matched `{"a": ["x", "y"]}`, `{"a": 1}` matched `{"a": [1, 5]}`, `{"a": {"b": 1}}` matched
   `{"a": {"b": [1, 2]}}`, `$ne` dropped every list holding the value, and `$gt`/`$lt` matched a
   list when any element was in range (InMemoryStore: a list is never equal to a scalar, and
-  is no number).
+  is no number);
+- an integer beyond 2**53 was matched as the float it rounds to: `{"a": 2**53 + 1}` matched
+  an item holding 2**53 (and `$ne` 2**53 dropped 2**53 + 1), although both are kept exactly.
 
 Where episodex differs on purpose it still does, and is pinned here: booleans match only
 booleans (InMemoryStore's `True == 1`), and a `None`, list or dict operand is refused with
@@ -19,6 +21,7 @@ booleans (InMemoryStore's `True == 1`), and a `None`, list or dict operand is re
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,7 +30,7 @@ import pytest
 from episodex import EpisodicMemory, ValidationError
 from episodex.testing import HashEmbedder
 from langchain_episodex import EpisodexStore
-from langgraph.store.base import BaseStore, PutOp
+from langgraph.store.base import BaseStore, GetOp, PutOp, SearchOp
 from langgraph.store.memory import InMemoryStore
 
 NS = ("alice", "facts")
@@ -158,6 +161,23 @@ def test_ranges_never_match_a_list(stores: tuple[EpisodexStore, BaseStore]) -> N
         found(reference, {"a": {"$gt": 0}})
 
 
+def test_integers_beyond_two_to_the_53_match_exactly(
+    stores: tuple[EpisodexStore, BaseStore],
+) -> None:
+    ours, reference = stores
+    fill(ours, VALUES)
+    fill(reference, VALUES)
+    for flt in PARITY:
+        if any(isinstance(v, int) and abs(v) >= 2**53 for v in _operands(flt)):
+            assert found(ours, flt) == found(reference, flt), flt
+    assert found(ours, {"a": 2**53 + 1}) == {"big_plus_one"}
+    assert found(ours, {"a": {"$ne": 2**53}}) >= {"big_plus_one"}
+    # No stored integer lies beyond 64 bits: such an operand is refused, not rounded.
+    for flt in ({"a": 2**63}, {"a": {"$ne": -(2**63) - 1}}):
+        with pytest.raises(ValidationError, match="64-bit"):
+            ours.search(("alice",), filter=flt)
+
+
 def test_intended_differences_are_kept(stores: tuple[EpisodexStore, BaseStore]) -> None:
     ours, reference = stores
     values = {"true": {"a": True}, "one": {"a": 1}, "zero": {"a": 0}, "false": {"a": False}}
@@ -171,6 +191,24 @@ def test_intended_differences_are_kept(stores: tuple[EpisodexStore, BaseStore]) 
     for flt in ({"a": None}, {"a": [1]}, {"a": {"$eq": {"b": 1}}}):
         with pytest.raises(ValidationError, match="only a string, boolean or number"):
             ours.search(("alice",), filter=flt)
+
+
+async def test_async_and_batched_searches_filter_alike(
+    stores: tuple[EpisodexStore, BaseStore],
+) -> None:
+    ours, reference = stores
+    fill(ours, VALUES)
+    fill(reference, VALUES)
+    ops = [SearchOp(("alice",), filter=flt, limit=100) for flt in PARITY] + [GetOp(NS, "list")]
+    for store in (ours, reference):
+        results = await store.abatch(ops)
+        assert results == await asyncio.to_thread(store.batch, ops)
+    assert searched(await ours.abatch(ops)) == searched(await reference.abatch(ops))
+
+
+def searched(results: list[Any]) -> list[set[str]]:
+    """The keys each search of a batch found."""
+    return [{item.key for item in result} for result in results if isinstance(result, list)]
 
 
 def _operands(flt: dict[str, Any]) -> list[Any]:

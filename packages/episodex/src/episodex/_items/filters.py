@@ -3,9 +3,10 @@
 A value filter is a JSON object: `{"status": "active"}` matches an equal field,
 `{"meta": {"lang": "en"}}` a nested one, and an operator object compares:
 `{"score": {"$gt": 4.5, "$lte": 9}}`. Operators are `$eq`, `$ne`, `$gt`, `$gte`, `$lt` and
-`$lte`. Strings and booleans match exactly; numbers compare as numbers (1 equals 1.0). A
-condition compares the field itself, as LangGraph's `InMemoryStore` does: a list field is
-never equal to a value it holds, nor within a range. Every condition runs in the engine, on the payload's `value`.
+`$lte`. Strings and booleans match exactly; numbers compare as numbers (1 equals 1.0), and an
+integer beyond 2**53 equals only that integer. A condition compares the field itself, as
+LangGraph's `InMemoryStore` does: a list field is never equal to a value it holds, nor within
+a range. Every condition runs in the engine, on the payload's `value`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from episodex._common.errors import ValidationError
-from episodex._common.validation import MAX_JSON_DEPTH, is_finite
+from episodex._common.validation import INT64_MAX, INT64_MIN, MAX_JSON_DEPTH, is_finite
 from episodex._engines.collection import payload_path
 from episodex._engines.plan import Condition, Filter, Match, Range
 
@@ -26,6 +27,8 @@ WILDCARD = "*"
 _COMPARE = {"$gt": "gt", "$gte": "gte", "$lt": "lt", "$lte": "lte"}
 # Characters that would change what a payload key path means to the engine.
 _PATH_CHARS = frozenset('.[]"')
+# From here on not every integer is a float: the engine would compare 2**53 + 1 as 2**53.
+_EXACT_FLOAT_INTS = 2**53
 
 
 def prefix_filter(base: Filter, prefix: Sequence[str]) -> Filter:
@@ -155,6 +158,15 @@ def _field(path: tuple[str, ...], condition: Callable[[str], Condition]) -> Filt
 def _equals(path: tuple[str, ...], wanted: object) -> Callable[[str], Condition]:
     """The condition "equals `wanted`", for any key."""
     if isinstance(wanted, str | bool):
+        return lambda key: Match(key, wanted)
+    if isinstance(wanted, int) and abs(wanted) >= _EXACT_FLOAT_INTS:
+        if not INT64_MIN <= wanted <= INT64_MAX:
+            raise ValidationError(
+                f"filter on {_named(path)!r}: {wanted} is outside the 64-bit range the store "
+                "keeps integers in, so it cannot be compared exactly"
+            )
+        # Matched as the integer it is, not as the float it rounds to (so a stored float
+        # that large is not matched by it).
         return lambda key: Match(key, wanted)
     if isinstance(wanted, int | float):
         number = _number(path, "$eq", wanted)
