@@ -34,6 +34,7 @@ __all__ = [
     "ReindexableEngine",
     "StreamRanks",
     "answer_batch",
+    "bad_page_token",
     "cap_count",
     "explain_fused",
     "is_staging_name",
@@ -67,6 +68,19 @@ def is_staging_name(name: str, collection: str) -> bool:
 #: one of 2**64 or more (the embedded binding with a raw OverflowError), so it is capped, far
 #: beyond any number of points a collection holds.
 MAX_COUNT = 2**32
+
+
+def bad_page_token(offset: object, form: str) -> ValidationError:
+    """The error for a scroll `offset` that is no page token this engine returns (`form`).
+
+    Each engine reads a token its own way: another engine's token, or any other string, raised
+    a raw `ValueError` on Qdrant Edge and was read by qdrant-client as a place to start from
+    (or as the end, so a caller paging through stopped early).
+    """
+    return ValidationError(
+        f"offset must be a page token this engine's scroll returned ({form}) or None, got "
+        f"{offset!r}; a token of another kind of engine cannot be used"
+    )
 
 
 def cap_count(n: int) -> int:

@@ -28,6 +28,7 @@ from episodex._engines.base import (
     STAGING_MARK,
     StreamRanks,
     answer_batch,
+    bad_page_token,
     cap_count,
     explain_fused,
     is_staging_name,
@@ -164,6 +165,15 @@ def render_filter(flt: Filter, key: Keyer = _hash_key) -> qe.Filter:
         must=[_condition(c, key) for c in flt.must] or None,
         must_not=[_condition(c, key) for c in flt.must_not] or None,
     )
+
+
+def _page_offset(offset: object) -> int | None:
+    """A scroll token as the engine takes it: the decimal 64-bit point key it returned."""
+    if offset is None:
+        return None
+    if isinstance(offset, str) and offset.isascii() and offset.isdigit() and int(offset) < 2**64:
+        return int(offset)
+    raise bad_page_token(offset, "a decimal number")
 
 
 def _vector(vec: list[float] | SparseVec) -> Any:
@@ -783,6 +793,7 @@ class EdgeEngine:
         offset: str | None = None,
     ) -> tuple[list[Hit], str | None]:
         """Page through matching points."""
+        page = _page_offset(offset)
         if order_by is not None:
             key = order_by
 
@@ -803,7 +814,7 @@ class EdgeEngine:
                 with_payload=with_payload,
             )
             return page, None
-        return self._scroll(collection, flt, limit, with_payload, offset, None)
+        return self._scroll(collection, flt, limit, with_payload, page, None)
 
     def _scroll(
         self,
@@ -811,13 +822,13 @@ class EdgeEngine:
         flt: Filter,
         limit: int,
         with_payload: bool | Sequence[str],
-        offset: str | None,
+        offset: int | None,
         order: Any,
     ) -> tuple[list[Hit], str | None]:
         if limit <= 0:
             return [], None
         request = qe.ScrollRequest(
-            offset=int(offset) if offset is not None and order is None else None,
+            offset=offset if order is None else None,
             limit=cap_count(limit),
             filter=render_filter(flt, self._key(collection)),
             with_payload=_payload_selector(with_payload),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import uuid
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
@@ -15,6 +16,7 @@ from episodex._engines.base import (
     STAGING_MARK,
     StreamRanks,
     answer_batch,
+    bad_page_token,
     cap_count,
     explain_fused,
     ordered_page,
@@ -85,6 +87,16 @@ def render_filter(flt: Filter) -> models.Filter:
         must=[_condition(c) for c in flt.must] or None,
         must_not=[_condition(c) for c in flt.must_not] or None,
     )
+
+
+def _page_offset(offset: object) -> str | None:
+    """A scroll token as the engine takes it: the id of a point, a UUID on every collection."""
+    if offset is None:
+        return None
+    try:
+        return str(uuid.UUID(offset))  # pyright: ignore[reportArgumentType]
+    except (ValueError, AttributeError, TypeError):
+        raise bad_page_token(offset, "a UUID") from None
 
 
 def _vector(vec: list[float] | SparseVec) -> Any:
@@ -420,6 +432,7 @@ class QdrantClientEngine:
         offset: str | None = None,
     ) -> tuple[list[Hit], str | None]:
         """Page through matching points."""
+        page = _page_offset(offset)
         if order_by is not None:
             order = models.OrderBy(
                 key=order_by,
@@ -440,7 +453,7 @@ class QdrantClientEngine:
                 with_payload=with_payload,
             )
             return page, None
-        return self._scroll(collection, flt, limit, with_payload, offset, None)
+        return self._scroll(collection, flt, limit, with_payload, page, None)
 
     def _scroll(
         self,
