@@ -277,8 +277,12 @@ class EpisodicMemory:
         return await in_thread(run)
 
     async def aclose(self) -> None:
-        """Close the store (flushes the embedded engine)."""
-        self.close()
+        """Close the store (flushes the embedded engine), as `close` does.
+
+        A write under way is waited for in a worker thread, so the event loop runs meanwhile
+        (other tasks do not stall); cancelled, the close still runs to its end.
+        """
+        await in_thread(self.close)
 
     def close(self) -> None:
         """Close the store if this memory opened it; idempotent.
@@ -296,7 +300,7 @@ class EpisodicMemory:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        self.close()
+        await self.aclose()
 
 
 class SyncEpisodicMemory(SyncTwin):

@@ -466,14 +466,17 @@ class QdrantTaskStore(BaseMemoryStore):
                 self.engine.close()
 
     async def aclose(self) -> None:
-        """Close the engine if this store opened it."""
-        self.close()
+        """Close the engine if this store opened it, as `close` does.
+
+        A write under way is waited for in a worker thread, so the event loop runs meanwhile.
+        """
+        await in_thread(self.close)
 
     async def __aenter__(self) -> QdrantTaskStore:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        self.close()
+        await self.aclose()
 
 
 def _tenant_scope(tenant: Tenant) -> Filter:
