@@ -291,7 +291,11 @@ class _LoopThread:
         context = self.context()
 
         def start() -> None:
-            if not done.set_running_or_notify_cancel():
+            # Under the lock `stop()` fails waiting calls with: one it failed already is not
+            # started (marking a finished future running logs CRITICAL and raises).
+            with self._lock:
+                starting = not done.done() and done.set_running_or_notify_cancel()
+            if not starting:
                 _close_quietly(coro)
                 return
             task = self._loop.create_task(_await(coro), context=context)
@@ -303,7 +307,13 @@ class _LoopThread:
                 raise StoreClosedError("this memory is closed; open a new one")
             self._running.add(done)
         try:
-            self._loop.call_soon_threadsafe(start)
+            try:
+                self._loop.call_soon_threadsafe(start)
+            except RuntimeError:
+                # `stop()` closed the loop after this call was let in: the same error as a
+                # call that came after it, not asyncio's "Event loop is closed".
+                _close_quietly(coro)
+                raise StoreClosedError("this memory is closed; open a new one") from None
             return done.result()
         finally:
             with self._lock:
@@ -314,13 +324,12 @@ class _LoopThread:
             if self._closed:
                 return
             self._closed = True
-            running = list(self._running)
-        for future in running:  # callers still waiting are told, not left blocked
-            if not future.done():
-                with contextlib.suppress(concurrent.futures.InvalidStateError):
-                    future.set_exception(
-                        StoreClosedError("the memory was closed while this call was running")
-                    )
+            for future in self._running:  # callers still waiting are told, not left blocked
+                if not future.done():
+                    with contextlib.suppress(concurrent.futures.InvalidStateError):
+                        future.set_exception(
+                            StoreClosedError("the memory was closed while this call was running")
+                        )
         if self._loop.is_closed() or os.getpid() != self._pid:
             return
         self._loop.call_soon_threadsafe(self._cancel_then_stop)
@@ -340,12 +349,14 @@ class _LoopThread:
 def _settle(task: asyncio.Task[T], done: concurrent.futures.Future[T]) -> None:
     if done.done():
         return
-    if task.cancelled():
-        done.set_exception(StoreClosedError("the call was cancelled"))
-    elif (exc := task.exception()) is not None:
-        done.set_exception(exc)
-    else:
-        done.set_result(task.result())
+    # `stop()` may fail `done` from its thread at this very moment: its answer stands.
+    with contextlib.suppress(concurrent.futures.InvalidStateError):
+        if task.cancelled():
+            done.set_exception(StoreClosedError("the call was cancelled"))
+        elif (exc := task.exception()) is not None:
+            done.set_exception(exc)
+        else:
+            done.set_result(task.result())
 
 
 def _close_quietly(coro: Awaitable[Any]) -> None:
