@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import html
 import logging
 from collections import OrderedDict
@@ -179,6 +180,12 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
     _kept: dict[str, list[int]] = PrivateAttr(default_factory=dict[str, list[int]])
     # Per session: flushed messages whose exchange had not ended yet (recorded with its end).
     _held: dict[str, list[ChatMessage]] = PrivateAttr(default_factory=dict[str, list[ChatMessage]])
+    # Per session: the lock its calls take turns with between reading how far the session is
+    # recorded and counting the span they record (the summarizer is awaited in between), and
+    # the event loop it belongs to.
+    _turns: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Lock]] = PrivateAttr(
+        default_factory=dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Lock]]
+    )
 
     def __init__(self, /, **data: Any) -> None:
         with configuration_errors(type(self).__name__):
@@ -310,6 +317,20 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
     def _position(self, conversation: str) -> list[int]:
         return self._positions.setdefault(conversation, [0, 0])
 
+    def _turn(self, conversation: str) -> asyncio.Lock:
+        """The lock a session's calls hold from reading its position to counting their span.
+
+        Two calls overlapping there (two requests sharing one `Memory`, a flush while a read
+        summarises) would both record the same stretch. A lock belongs to one event loop;
+        the sync `get`/`put` of LlamaIndex run each call on a fresh loop, which gets its own.
+        """
+        loop = asyncio.get_running_loop()
+        turn = self._turns.get(conversation)
+        if turn is None or turn[0] is not loop:
+            turn = (loop, asyncio.Lock())
+            self._turns[conversation] = turn
+        return turn[1]
+
     async def _record_upto(
         self, conversation: str, messages: list[ChatMessage], *, whole: bool, leaving: bool
     ) -> list[dict[str, Any]]:
@@ -343,15 +364,18 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
         self, messages: list[ChatMessage], conversation: str, *, whole: bool = False
     ) -> None:
         """Record the complete exchanges (`whole`: all) of the short-term history not yet recorded."""
-        self._check_history(conversation, messages, leaving=False)
-        flushed, recorded = self._position(conversation)
-        held = len(self._held.get(conversation, []))
-        episodes = await self._record_upto(conversation, messages, whole=whole, leaving=False)
-        # The held messages, recorded first, had left short-term memory; the others are in it.
-        added = self._position(conversation)[1] - recorded - held
-        skip = max(recorded - flushed, 0)
-        kept = self._kept.setdefault(conversation, [])
-        kept.extend(_fingerprint(m) for m in messages[skip : skip + max(added, 0)])
+        async with self._turn(conversation):
+            self._check_history(conversation, messages, leaving=False)
+            flushed, recorded = self._position(conversation)
+            held = len(self._held.get(conversation, []))
+            episodes = await self._record_upto(conversation, messages, whole=whole, leaving=False)
+            # The held messages, recorded first, had left short-term memory; the others are in it.
+            added = self._position(conversation)[1] - recorded - held
+            skip = max(recorded - flushed, 0)
+            kept = self._kept.setdefault(conversation, [])
+            kept.extend(_fingerprint(m) for m in messages[skip : skip + max(added, 0)])
+        # Queued with no await after the count (`_record_upto`): a cancelled turn did both or
+        # neither.
         await self.recorder.record_many(episodes)
 
     def _check_history(
@@ -404,10 +428,11 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
             await self._flushed(messages, conversation)
         else:
             # Given directly: recorded whole, and counted as the session's next messages.
-            episodes = await self._record_upto(conversation, messages, whole=True, leaving=True)
-            position = self._position(conversation)
-            position[0] += len(messages)
-            position[1] = position[0]
+            async with self._turn(conversation):
+                episodes = await self._record_upto(conversation, messages, whole=True, leaving=True)
+                position = self._position(conversation)
+                position[0] += len(messages)
+                position[1] = position[0]
             await self.recorder.record_many(episodes)
 
     async def _aput(self, messages: list[ChatMessage]) -> None:
@@ -427,12 +452,13 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
     async def _flushed(self, messages: list[ChatMessage], conversation: str) -> None:
         # Complete exchanges are recorded at once; the start of an exchange whose answer is
         # still in short-term memory is held until it ends, so one exchange stays one episode.
-        self._check_history(conversation, messages, leaving=True)
-        episodes = await self._record_upto(conversation, messages, whole=False, leaving=True)
-        del self._kept.setdefault(conversation, [])[: len(messages)]
-        position = self._position(conversation)
-        position[0] += len(messages)
-        position[1] = max(position[1], position[0] - len(self._held.get(conversation, [])))
+        async with self._turn(conversation):
+            self._check_history(conversation, messages, leaving=True)
+            episodes = await self._record_upto(conversation, messages, whole=False, leaving=True)
+            del self._kept.setdefault(conversation, [])[: len(messages)]
+            position = self._position(conversation)
+            position[0] += len(messages)
+            position[1] = max(position[1], position[0] - len(self._held.get(conversation, [])))
         await self.recorder.record_many(episodes)
 
     async def aflush(self, memory: Any) -> RecorderStats:
