@@ -31,8 +31,11 @@ _TOMBSTONE_PAGE = 512
 
 _log = logging.getLogger("episodex")
 
-# A key Qdrant reads bare in a payload path: a plain word, perhaps with array brackets.
-_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+(?:\[\d*\])*")
+# A key Qdrant reads bare in a payload path: a plain word. Brackets are quoted: bare, `tags[]`
+# and `tags[0]` would name the list `tags` and its elements, not the key itself.
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+# What no quoted key of a path may hold: Qdrant Edge's parser refuses a quote or a backslash.
+_UNQUOTABLE = ('"', "\\")
 
 
 def payload_path(*keys: str) -> str:
@@ -41,12 +44,15 @@ def payload_path(*keys: str) -> str:
     Qdrant reads `first name`, `user:id` or `$tag` as an invalid path (Qdrant Edge raises
     `ValueError`, qdrant-client an error the engine reports as an outage) and `"first name"`
     as that key itself; a bare word is left as it is, so every path already written still
-    means what it meant. Raises `ValueError` for a key holding `"`, which no path can quote.
+    means what it meant. Raises `ValueError` for a key holding a quote or a backslash, which
+    no path can quote (qdrant-client reads such a key, Qdrant Edge refuses the path).
     """
     parts: list[str] = []
     for key in keys:
-        if '"' in key:
-            raise ValueError(f"key {key!r} holds '\"', which no payload path can name")
+        if any(ch in key for ch in _UNQUOTABLE):
+            raise ValueError(
+                f"key {key!r} holds a quote or a backslash, which no payload path can name"
+            )
         parts.append(key if _BARE_KEY.fullmatch(key) else f'"{key}"')
     return ".".join(parts)
 

@@ -25,8 +25,9 @@ __all__ = ["WILDCARD", "namespace_matches", "prefix_filter", "value_filter"]
 WILDCARD = "*"
 
 _COMPARE = {"$gt": "gt", "$gte": "gte", "$lt": "lt", "$lte": "lte"}
-# Characters that would change what a payload key path means to the engine.
-_PATH_CHARS = frozenset('.[]"')
+# Characters that would change what a payload key path means to the engine, or that no path
+# can hold (a backslash: Qdrant Edge refuses the path, qdrant-client reads it).
+_PATH_CHARS = frozenset('.[]"\\')
 # From here on not every integer is a float: the engine would compare 2**53 + 1 as 2**53.
 _EXACT_FLOAT_INTS = 2**53
 
@@ -84,8 +85,8 @@ def _conditions(
     for field, wanted in flt.items():
         if not isinstance(field, str) or not field or _PATH_CHARS & set(field):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ValidationError(
-                f"filter field {field!r} must be a non-empty string without '.', '[', ']' or "
-                "'\"'; nest a dict to reach a nested field"
+                f"filter field {field!r} must be a non-empty string without '.', '[', ']', "
+                "'\"' or a backslash; nest a dict to reach a nested field"
             )
         path = (*keys, field)
         if isinstance(wanted, Mapping) and any(str(k).startswith("$") for k in wanted):  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]

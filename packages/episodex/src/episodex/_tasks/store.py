@@ -19,7 +19,14 @@ from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 
 from episodex._common.errors import ConfigurationError, NotSupportedError, ValidationError
 from episodex._common.text import clip
-from episodex._common.validation import is_finite, require_id, require_int, require_text
+from episodex._common.validation import (
+    INT64_MAX,
+    INT64_MIN,
+    is_finite,
+    require_id,
+    require_int,
+    require_text,
+)
 from episodex._engines.plan import Filter
 from episodex._engines.sparse import Bm25Encoder
 from episodex._tasks.model import TIME_FORMAT, Episode
@@ -74,7 +81,8 @@ class TaskSearchOptions(TypedDict, total=False):
     """Keep only episodes whose metadata matches.
 
     A `{metadata key: value}` mapping (a dotted key reaches into nested objects, a list of
-    strings matches any of them); `QdrantTaskStore` also takes a plan `Filter` over the payload
+    strings matches any of them; a key holding `"` or a backslash is refused, and brackets
+    are part of a key's name); `QdrantTaskStore` also takes a plan `Filter` over the payload
     (`metadata.<key>`, `task_id`, `episode_id`, `completed_at`), passed through.
     """
 
@@ -324,12 +332,25 @@ def metadata_filter(value: object) -> dict[str, str | int | tuple[str, ...]]:
             raise ValidationError(
                 f"filter key {key!r} must be a metadata key like 'user' or 'run.id'"
             )
+        if '"' in key or "\\" in key:
+            # No engine path can name such a key (Qdrant Edge refuses it, qdrant-client reads
+            # it): refused by every store, so a filter means the same on each.
+            raise ValidationError(
+                f"filter key {key!r} holds a quote or a backslash, which the Qdrant engine "
+                "cannot match; filter on a metadata key without them"
+            )
         if isinstance(wanted, bool):
             # The embedded engine's binding reads True as the integer 1 and never matches a
             # JSON boolean, so a boolean filter would silently find nothing there.
             raise ValidationError(
                 f"filter value for {key!r} is a boolean, which the embedded engine cannot match; "
                 "store flags as strings (e.g. 'yes'/'no') and filter on those"
+            )
+        if isinstance(wanted, int) and not INT64_MIN <= wanted <= INT64_MAX:
+            # No episode holds one (metadata keeps 64-bit integers) and the engine cannot ask.
+            raise ValidationError(
+                f"filter value for {key!r} is {wanted}, outside the 64-bit range the store "
+                "keeps integers in"
             )
         if isinstance(wanted, str | int):
             checked[key] = wanted
