@@ -5,18 +5,17 @@ from __future__ import annotations
 import asyncio
 import html
 import logging
+import math
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
 from llama_index.core.memory.memory import BaseMemoryBlock
-from llama_index.memory.episodex._checks import (
-    check_recall_options,
-    configuration_errors,
-    require_id,
-)
+from llama_index.memory.episodex._checks import check_recall_options, configuration_errors
+from llama_index.memory.episodex._checks import require_id as require_config_id
 from llama_index.memory.episodex._messages import (
+    check_messages,
     latest_user_text,
     message_lines,
     session_of,
@@ -35,6 +34,7 @@ from episodex import (
     ValidationError,
     ask_llm,
     format_recall,
+    require_id,
     span_episodes,
     token_counter,
 )
@@ -69,19 +69,21 @@ def _exchange_end(messages: list[ChatMessage]) -> int:
 def _id_rule(value: str) -> str:
     """`value` if the store takes it as an id; else a ValueError pydantic names the field in."""
     try:
-        return require_id("id", value)
+        return require_config_id("id", value)
     except ConfigurationError as exc:
         raise ValueError(str(exc).removeprefix("id ")) from None
 
 
-def _check_messages(messages: object) -> None:
-    """`messages` must be a list of LlamaIndex `ChatMessage`s (`ValidationError` if not)."""
-    if not isinstance(messages, list) or not all(
-        isinstance(m, ChatMessage)
-        for m in messages  # pyright: ignore[reportUnknownVariableType]
-    ):
+def _check_session(session_id: object) -> None:
+    """A session id given to a call must be a string or None (`ValidationError` if not).
+
+    Checked before anything is counted or recorded: a list or dict fails at the first
+    per-session lookup, and another value would have the session's turns counted as recorded
+    and their episodes refused by the store, so they were lost.
+    """
+    if session_id is not None and not isinstance(session_id, str):
         raise ValidationError(
-            f"EpisodicMemoryBlock.aput takes a list of ChatMessage, got {messages!r:.80}"
+            f"session_id must be a string (the conversation id) or None, got {session_id!r:.80}"
         )
 
 
@@ -248,10 +250,14 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
         **block_kwargs: Any,
     ) -> str:
         """Recall the episodes matching the latest user message; `""` when none match."""
+        if messages is not None:
+            check_messages(messages, "EpisodicMemoryBlock.aget")
+        _check_session(session_id)
         messages = list(messages or ())
         query = latest_user_text(messages)
         conversation = self.conversation_id or session_id
         if conversation is not None:
+            conversation = require_id("conversation_id", conversation)
             await self._record_complete(messages, conversation)
         if not query:
             return ""
@@ -291,6 +297,14 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
         Counts with this block's `encoding`; returns None when nothing fits, and also for a
         text this block did not render lately (then `Memory` drops it whole, its default).
         """
+        if (
+            isinstance(tokens_to_truncate, bool)
+            or not isinstance(tokens_to_truncate, int | float)  # pyright: ignore[reportUnnecessaryIsInstance]
+            or not math.isfinite(tokens_to_truncate)
+        ):
+            raise ValidationError(
+                f"tokens_to_truncate must be a number of tokens, got {tokens_to_truncate!r:.80}"
+            )
         # Memory also asks blocks that returned nothing, passing them an empty list.
         result = self._renders.get(content) if isinstance(content, str) else None  # pyright: ignore[reportUnnecessaryIsInstance]
         if result is None:
@@ -417,10 +431,14 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
 
         Raises:
             ValidationError: No conversation id: neither `conversation_id` is set nor do the
-                messages carry the session id `Memory` stamps on them.
+                messages carry the session id `Memory` stamps on them; or a session id that
+                is no string, or one the store refuses as an id.
         """
-        _check_messages(messages)
+        check_messages(messages, "EpisodicMemoryBlock.aput")
+        _check_session(session_id)
         if session_id is not None:
+            # Checked before it is stamped on the caller's messages.
+            require_id("conversation_id", self.conversation_id or session_id)
             for message in messages:
                 message.additional_kwargs["session_id"] = session_id
         conversation = self._conversation_of(messages)
@@ -474,6 +492,8 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
         conversation = self.conversation_id or session
         if conversation is None or not hasattr(memory, "aget_all"):
             raise ConfigurationError("aflush needs the LlamaIndex Memory this block belongs to")
+        _check_session(session)
+        conversation = require_id("conversation_id", conversation)
         from llama_index.core.storage.chat_store.base_db import MessageStatus
 
         active: list[ChatMessage] = await memory.aget_all(status=MessageStatus.ACTIVE)

@@ -10,10 +10,10 @@ from xml.sax.saxutils import escape
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.memory.memory import BaseMemoryBlock
 from llama_index.memory.episodex._checks import configuration_errors
-from llama_index.memory.episodex._messages import latest_user_text
+from llama_index.memory.episodex._messages import check_messages, latest_user_text
 from pydantic import Field
 
-from episodex import SyncStepLessonMemory
+from episodex import SyncStepLessonMemory, ValidationError
 
 __all__ = ["LessonSource", "LessonsMemoryBlock"]
 
@@ -94,6 +94,13 @@ class LessonsMemoryBlock(BaseMemoryBlock[str]):
         **block_kwargs: Any,
     ) -> str:
         """The lessons block for the current page and state; `""` without a page."""
+        # The caller's own mistakes raise: below, every error is read as a failing memory.
+        if messages is not None:
+            check_messages(messages, "LessonsMemoryBlock.aget")
+        if current_state is not None and not isinstance(current_state, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValidationError(
+                f"current_state must be a string or None, got {current_state!r:.80}"
+            )
         env = current_env if current_env is not None else self.current_env
         if env is None or (isinstance(env, Mapping) and not env):
             return ""

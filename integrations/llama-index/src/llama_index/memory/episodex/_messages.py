@@ -10,6 +10,7 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock
 from episodex import ValidationError, message_line, require_id
 
 __all__ = [
+    "check_messages",
     "latest_user_text",
     "message_lines",
     "message_text",
@@ -19,6 +20,20 @@ __all__ = [
     "speaker_name",
     "tools_called",
 ]
+
+
+def check_messages(messages: object, where: str) -> None:
+    """`messages` must be a list of LlamaIndex `ChatMessage`s (`ValidationError` if not).
+
+    Args:
+        messages: What a block method was given.
+        where: The method, as `Class.method`, for the message.
+    """
+    if not isinstance(messages, list) or not all(
+        isinstance(m, ChatMessage)
+        for m in messages  # pyright: ignore[reportUnknownVariableType]
+    ):
+        raise ValidationError(f"{where} takes a list of ChatMessage, got {messages!r:.80}")
 
 
 def message_text(message: ChatMessage) -> str:
