@@ -6,17 +6,19 @@ import dataclasses
 import logging
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from episodex._common.errors import ConfigurationError, EmbedderMismatchError, EpisodexError
 from episodex._common.validation import require_id
 from episodex._engines.base import Engine
 from episodex._engines.plan import CollectionSpec, Filter, HasId, Match, Point
+from episodex._engines.sparse import Bm25Encoder
 
 __all__ = [
     "TOMBSTONE",
     "check_manifest",
     "clear_tombstones",
+    "collection_bm25",
     "delete_counted",
     "foreign_claims",
     "open_collection",
@@ -213,6 +215,58 @@ def open_collection(
     stored = engine.ensure_collection(dataclasses.replace(spec, metadata=manifest))
     check_manifest(stored, manifest, where, mismatch_advice)
     return stored
+
+
+def collection_bm25(
+    stored: Mapping[str, Any],
+    given: Bm25Encoder | None,
+    where: str,
+    advice: str = "",
+) -> Bm25Encoder:
+    """The BM25 encoder of a collection whose manifest is `stored`: its own settings.
+
+    Stored BM25 vectors hold term weights computed with the settings the collection was made
+    with (`k`, `b` and `avg_len` weigh each term of a stored text, the language picks its
+    terms), so a store must write and query with those, or its vectors would score unlike the
+    others in the same collection. `given` None (no `bm25=`) takes the recorded settings; a
+    manifest without them (none was ever recorded) keeps `given` or the defaults.
+
+    Raises:
+        EmbedderMismatchError: `given` has other settings than the recorded ones, or the
+            collection records a language this encoder cannot tokenize.
+        ConfigurationError: The recorded settings are not valid BM25 settings.
+    """
+    recorded = stored.get("bm25")
+    encoder = given if given is not None else Bm25Encoder()
+    if not isinstance(recorded, Mapping):
+        return encoder
+    recorded = cast("Mapping[str, Any]", recorded)
+    own = {key: recorded.get(key, value) for key, value in encoder.config.items()}
+    if own == encoder.config:
+        return encoder
+    numbers = {key: own[key] for key in ("k", "b", "avg_len")}
+    wanted = ", ".join(f"{key}={value!r}" for key, value in numbers.items())
+    if given is None and own["language"] == encoder.config["language"]:
+        try:
+            return Bm25Encoder(**numbers)
+        except ConfigurationError as exc:
+            raise ConfigurationError(
+                f"{where} records BM25 settings that are not valid ({exc}); it cannot be opened"
+            ) from None
+    differing = ", ".join(
+        f"{key} {own[key]!r} (this store: {value!r})"
+        for key, value in encoder.config.items()
+        if own[key] != value
+    )
+    fix = (
+        f"open it with Bm25Encoder({wanted}), or without bm25= to use the collection's own"
+        if own["language"] == encoder.config["language"]
+        else f"a Bm25Encoder tokenizes only {encoder.config['language']!r}"
+    )
+    raise EmbedderMismatchError(
+        f"{where} was made with BM25 settings {differing}: its stored term weights would mix "
+        f"with others; {fix}{'; ' + advice if advice else ''}"
+    )
 
 
 def tenant_filter(user_id: object, agent_id: object) -> Filter:

@@ -87,7 +87,9 @@ class EpisodicMemory:
         embedder: None for the bundled all-MiniLM-L6-v2 (offline), a fastembed model name, or
             any `Embedder`.
         engine: An engine you opened yourself, instead of path/url/location.
-        bm25: The BM25 encoder (BM25 parameters).
+        bm25: The BM25 encoder (BM25 parameters); None for those the store was made with
+            (the defaults for a new store). Others raise `EmbedderMismatchError`: a store keeps
+            its settings until re-indexed (`for_reindex=True` and `reindex()`).
         splade: True for the bundled SPLADE-tiny learned sparse streams, a `SpladeEncoder`, or
             False for a store without them (the stream set is recorded in the store: a store
             made with another set must be re-indexed).

@@ -33,6 +33,7 @@ from episodex._embedders.base import Embedder, embed_documents, embed_query
 from episodex._embedders.splade import SpladeEncoder
 from episodex._engines.base import Engine, ReindexableEngine
 from episodex._engines.collection import (
+    collection_bm25,
     delete_counted,
     foreign_claims,
     open_collection,
@@ -74,6 +75,10 @@ REINDEX_ADVICE = (
     "Python `EpisodicMemory(<path>, embedder=..., for_reindex=True)` then `await "
     "memory.reindex()` (or export it and import the file into a new store)"
 )
+BM25_REINDEX_ADVICE = (
+    "to change them, re-index it: `EpisodicMemory(<path>, bm25=Bm25Encoder(...), "
+    "for_reindex=True)` then `await memory.reindex()`"
+)
 STREAMS = ("short", "long", "bm25", "splade", "splade_short")
 #: The streams the learned sparse encoder adds: the joined summaries, and the short one alone.
 LEARNED = ("splade", "splade_short")
@@ -107,7 +112,8 @@ class EpisodeStore:
     Args:
         engine: The vector engine.
         embedder: The dense embedder; its id and dimension are recorded in the collection.
-        bm25: The BM25 encoder.
+        bm25: The BM25 encoder; None for the settings the collection was made with (the
+            defaults for a new one). Other settings raise `EmbedderMismatchError`.
         splade: The learned sparse encoder, or None for a store without its two streams.
         collection: Collection name.
         for_reindex: Open a collection built with another embedder so that it can be
@@ -127,7 +133,7 @@ class EpisodeStore:
     ) -> None:
         self.engine = engine
         self.embedder = embedder
-        self.bm25 = bm25 or Bm25Encoder()
+        self.bm25 = bm25 or Bm25Encoder()  # until the collection's own settings are read
         self.splade = splade
         self.collection = collection
         self.streams = tuple(s for s in STREAMS if s not in LEARNED or splade is not None)
@@ -160,12 +166,15 @@ class EpisodeStore:
         self.mismatch: str | None = None
         try:
             stored = open_collection(engine, spec, **settings)
+            self.bm25 = collection_bm25(stored, bm25, settings["where"], BM25_REINDEX_ADVICE)
         except EmbedderMismatchError as exc:
             if not for_reindex:
                 raise
             self.mismatch = str(exc)
-            # Read the manifest as stored, without the check.
+            # Read the manifest as stored, without the check. A re-index keeps the stored BM25
+            # settings, or builds the collection with those given.
             stored = engine.ensure_collection(spec)
+            self.bm25 = bm25 or collection_bm25(stored, None, settings["where"])
         #: The model id the collection was built with.
         self.stored_embedder: str = str(stored.get("embedder", embedder.model_id))
         # Shared with every other store on this storage and collection in this process.

@@ -18,6 +18,7 @@ from episodex._embedders.base import Embedder, embed_documents, embed_query
 from episodex._engines.base import Engine
 from episodex._engines.collection import (
     clear_tombstones,
+    collection_bm25,
     open_collection,
     tenant_filter,
     tombstone,
@@ -69,7 +70,8 @@ class ItemStore:
     Args:
         engine: The vector engine (an `EpisodicMemory`'s `engine` shares its store).
         embedder: The dense embedder; its id and dimension are recorded in the collection.
-        bm25: The sparse encoder.
+        bm25: The sparse encoder; None for the settings the collection was made with (the
+            defaults for a new one). Other settings raise `EmbedderMismatchError`.
         collection: Collection name.
     """
 
@@ -83,7 +85,7 @@ class ItemStore:
     ) -> None:
         self.engine = engine
         self.embedder = embedder
-        self.bm25 = bm25 or Bm25Encoder()
+        self.bm25 = bm25 or Bm25Encoder()  # until the collection's own settings are read
         self.collection = collection
         spec = CollectionSpec(
             name=collection,
@@ -94,13 +96,14 @@ class ItemStore:
             floats=("updated_at",),
             integers=("ns_depth",),
         )
-        open_collection(
+        where = f"the item collection {collection!r}"
+        stored = open_collection(
             engine,
             spec,
             embedder_id=embedder.model_id,
             kind="namespaced_items",
             schema=1,
-            where=f"the item collection {collection!r}",
+            where=where,
             mismatch_advice=(
                 "open the store with the embedder it was made with; `episodex reindex` "
                 "re-embeds conversation episodes only, and an item collection keeps its model: "
@@ -109,6 +112,7 @@ class ItemStore:
             ),
             bm25=self.bm25.config,
         )
+        self.bm25 = collection_bm25(stored, bm25, where)
         # Reading the stored creation times and writing must not interleave with another put.
         # Shared with every other store on this storage and collection in this process.
         self._write_lock = write_lock(engine, collection)

@@ -21,6 +21,7 @@ from episodex._embedders.base import Embedder, embed_documents, embed_query
 from episodex._engines.base import Engine
 from episodex._engines.collection import (
     clear_tombstones,
+    collection_bm25,
     foreign_claims,
     open_collection,
     payload_path,
@@ -99,7 +100,8 @@ class QdrantTaskStore(BaseMemoryStore):
         memory: An `EpisodicMemory` (or any `EngineHost`) whose engine and embedder to share.
         embedder: The dense embedder (default: the memory's, else the bundled model).
         collection: The collection name.
-        bm25: The BM25 tokenizer and parameters.
+        bm25: The BM25 tokenizer and parameters; None for those the collection was made
+            with (the defaults for a new one). Others raise `EmbedderMismatchError`.
         stage1_limit: How many candidates each stream hands to fusion.
         user_id: The end user whose episodes this store holds (None: not scoped).
         agent_id: The agent whose episodes this store holds (None: not scoped).
@@ -166,8 +168,9 @@ class QdrantTaskStore(BaseMemoryStore):
             engine = open_engine(path=os.fspath(path) if path is not None else None, **options)
         self.engine: Engine = engine
         self.collection = collection
+        where = f"the task episode collection {collection!r}"
         try:
-            open_collection(
+            stored = open_collection(
                 engine,
                 CollectionSpec(
                     name=collection,
@@ -179,7 +182,7 @@ class QdrantTaskStore(BaseMemoryStore):
                 embedder_id=self.embedder.model_id,
                 kind="task_episodes",
                 schema=1,
-                where=f"the task episode collection {collection!r}",
+                where=where,
                 mismatch_advice=(
                     "open the store with the embedder it was made with (`embedder=`); "
                     "`episodex reindex` re-embeds conversation episodes only, and a task "
@@ -188,6 +191,7 @@ class QdrantTaskStore(BaseMemoryStore):
                 ),
                 bm25=self.bm25.config,
             )
+            self.bm25 = collection_bm25(stored, bm25, where)
         except BaseException:
             if self._owns_engine:
                 engine.close()
