@@ -642,12 +642,10 @@ class EdgeEngine:
                 ),
             )
             self._space.require(_CREATE_BYTES, f"creating {folder}")
+            if (folder / "edge_config.json").exists():
+                self._clear_half_made(folder)
             try:
-                if (folder / "edge_config.json").exists():
-                    # A crash between creating the shard and writing the manifest: reuse it.
-                    shard = qe.EdgeShard.load(str(folder))
-                else:
-                    shard = qe.EdgeShard.create(str(folder), config)
+                shard = qe.EdgeShard.create(str(folder), config)
                 for key, params in _payload_indexes(spec, cold):
                     shard.update(qe.UpdateOperation.create_field_index(key, params))
                 shard.flush()
@@ -662,6 +660,38 @@ class EdgeEngine:
             self._shards[spec.name] = shard
             self._keys[spec.name] = _KEYERS[_ID_SCHEME]
             return stored
+
+    @staticmethod
+    def _clear_half_made(folder: Path) -> None:
+        """Delete the shard a crash left between creating it and writing its manifest.
+
+        It was made for the opener of then, whose embedder dimension, streams or quantization
+        may not be this one's, and reused it would be recorded under this one's manifest.
+        Nothing is written to a collection before its manifest exists, so it holds no point:
+        one that does was not left so by episodex, and is refused rather than deleted.
+        """
+        import shutil
+
+        try:
+            shard = qe.EdgeShard.load(str(folder))
+            try:
+                points = int(shard.count(qe.CountRequest(exact=True)))
+            finally:
+                shard.close()
+        except Exception as exc:
+            raise _engine_error(exc, f"cannot open {folder}") from exc
+        if points:
+            raise EngineError(
+                f"{folder} holds {points} point(s) but no {_MANIFEST}, which records the embedder "
+                "that made them: restore that file from a backup, or move the folder aside and "
+                "re-import an export"
+            )
+        try:
+            shutil.rmtree(folder)
+        except OSError as exc:
+            raise EngineError(
+                f"cannot create {folder}: removing its half-made shard: {exc}"
+            ) from exc
 
     def upsert(self, collection: str, points: Sequence[Point]) -> None:
         """Insert or replace points in one update operation."""
