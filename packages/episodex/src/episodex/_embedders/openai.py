@@ -31,6 +31,12 @@ class OpenAICompatibleEmbedder:
         timeout: Seconds per HTTP request.
         max_retries: Extra attempts for transient failures.
         batch_size: Texts per request.
+        model_id: The id recorded in the stores it writes, instead of
+            `openai-compatible:<model>`. That default names no server: two servers answering
+            to one model name with vectors of one length pass a store's embedder check even
+            when they run different models (a server that serves whatever model it was started
+            with, such as TEI or llama.cpp, takes any name). Give an id naming the model itself
+            (`"tei:BAAI/bge-small-en-v1.5"`) to have a store refuse the other.
     """
 
     def __init__(
@@ -43,6 +49,7 @@ class OpenAICompatibleEmbedder:
         timeout: float = 30.0,
         max_retries: int = 3,
         batch_size: int = 128,
+        model_id: str | None = None,
     ) -> None:
         try:
             import httpx
@@ -52,17 +59,22 @@ class OpenAICompatibleEmbedder:
             ) from exc
         if dimension <= 0:
             raise ConfigurationError(f"dimension must be positive, got {dimension}")
+        if model_id is not None and (not isinstance(model_id, str) or not model_id.strip()):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigurationError(
+                f"model_id must be None or a non-empty string, got {model_id!r}"
+            )
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout)
         self._model_name = model
+        self._model_id = model_id if model_id is not None else f"openai-compatible:{model}"
         self._dim = dimension
         self._retries = max_retries
         self._batch_size = batch_size
 
     @property
     def model_id(self) -> str:
-        """`openai-compatible:<model>`."""
-        return f"openai-compatible:{self._model_name}"
+        """The `model_id` given, else `openai-compatible:<model>`."""
+        return self._model_id
 
     @property
     def dimension(self) -> int:
