@@ -8,9 +8,17 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from episodex._common.errors import EmbeddingError
+from episodex._common.errors import ConfigurationError, EmbeddingError
 
-__all__ = ["MAX_INPUT_CHARS", "Embedder", "Matrix", "clip_texts", "embed_documents", "embed_query"]
+__all__ = [
+    "MAX_INPUT_CHARS",
+    "Embedder",
+    "Matrix",
+    "clip_texts",
+    "embed_documents",
+    "embed_query",
+    "require_embedder",
+]
 
 if TYPE_CHECKING:
     pass
@@ -100,3 +108,27 @@ def embed_documents(embedder: Embedder, texts: Sequence[str]) -> Matrix:
 def embed_query(embedder: Embedder, text: str) -> Matrix:
     """The embedder's vector of a query, checked: finite, of its dimension."""
     return _checked(embedder, embedder.embed_query(text), (embedder.dimension,), "a query vector")
+
+
+def require_embedder(embedder: object) -> Embedder:
+    """`embedder` if it is an `Embedder` with a positive dimension and a model id.
+
+    Raises:
+        ConfigurationError: It is not (a model name where an `Embedder` object is needed, too).
+    """
+    if isinstance(embedder, str):
+        raise ConfigurationError(
+            f"embedder must be an Embedder object here, not the model name {embedder!r}: pass "
+            "FastEmbedEmbedder(name), or the embedder of the memory whose engine this store uses"
+        )
+    if not isinstance(embedder, Embedder):
+        raise ConfigurationError(
+            f"embedder must provide model_id, dimension, embed_documents and embed_query; got "
+            f"{type(embedder).__name__}"
+        )
+    dim = embedder.dimension
+    if isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0:  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ConfigurationError(f"embedder.dimension must be a positive integer, got {dim!r}")
+    if not isinstance(embedder.model_id, str) or not embedder.model_id:  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ConfigurationError("embedder.model_id must be a non-empty string")
+    return embedder

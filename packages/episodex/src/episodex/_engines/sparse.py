@@ -15,7 +15,7 @@ from episodex._common.errors import ConfigurationError
 from episodex._common.validation import is_finite
 from episodex._engines.plan import SparseVec
 
-__all__ = ["Bm25Encoder"]
+__all__ = ["Bm25Encoder", "require_bm25"]
 
 
 class Bm25Encoder:
@@ -65,3 +65,16 @@ class Bm25Encoder:
         """Unit weights of each distinct query term (empty for a query of only stopwords)."""
         vec = self._model().embed_query(text)
         return SparseVec(list(vec.indices), list(vec.values))
+
+
+def require_bm25(value: object) -> Bm25Encoder | None:
+    """The `bm25` option of a store: None (the collection's settings) or a `Bm25Encoder`.
+
+    Raises:
+        ConfigurationError: It is something else.
+    """
+    if value is not None and not isinstance(value, Bm25Encoder):
+        raise ConfigurationError(
+            f"bm25 must be None or a Bm25Encoder (e.g. Bm25Encoder(k=1.2)), got {value!r}"
+        )
+    return value

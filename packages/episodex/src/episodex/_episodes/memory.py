@@ -16,7 +16,7 @@ from episodex._embedders.resolve import resolve_embedder
 from episodex._embedders.splade import SpladeEncoder, default_splade
 from episodex._engines.base import Engine
 from episodex._engines.factory import EngineOptions, check_engine_options, open_engine
-from episodex._engines.sparse import Bm25Encoder
+from episodex._engines.sparse import Bm25Encoder, require_bm25
 from episodex._episodes.block import format_recall
 from episodex._episodes.model import ConversationEpisode
 from episodex._episodes.options import RecallOptions
@@ -119,6 +119,7 @@ class EpisodicMemory:
             raise ConfigurationError(
                 f"splade must be True, False or a SpladeEncoder, got {type(splade).__name__}"
             )
+        bm25 = require_bm25(bm25)
         sparse_model = default_splade() if splade is True else splade or None
         self.embedder: Embedder = resolve_embedder(embedder)
         # Given but empty ("", an unset variable read as "") is not left out: it must not open

@@ -53,7 +53,7 @@ from episodex._engines.plan import (
     SparseVec,
     Stream,
 )
-from episodex._engines.sparse import Bm25Encoder
+from episodex._engines.sparse import Bm25Encoder, require_bm25
 from episodex._episodes import stats as stats_
 from episodex._episodes import transfer
 from episodex._episodes.model import (
@@ -131,6 +131,7 @@ class EpisodeStore:
         collection: str = COLLECTION,
         for_reindex: bool = False,
     ) -> None:
+        bm25 = require_bm25(bm25)
         self.engine = engine
         self.embedder = embedder
         self.bm25 = bm25 or Bm25Encoder()  # until the collection's own settings are read

@@ -14,7 +14,7 @@ from typing import Any
 
 from episodex._common.errors import ValidationError
 from episodex._common.validation import require_encodable, require_int, require_weight
-from episodex._embedders.base import Embedder, embed_documents, embed_query
+from episodex._embedders.base import Embedder, embed_documents, embed_query, require_embedder
 from episodex._engines.base import Engine
 from episodex._engines.collection import (
     clear_tombstones,
@@ -25,7 +25,7 @@ from episodex._engines.collection import (
 )
 from episodex._engines.locks import write_lock
 from episodex._engines.plan import CollectionSpec, Filter, Fused, HasId, Point, Stream
-from episodex._engines.sparse import Bm25Encoder
+from episodex._engines.sparse import Bm25Encoder, require_bm25
 from episodex._items.filters import namespace_matches, prefix_filter, value_filter
 from episodex._items.model import (
     ItemPut,
@@ -69,7 +69,8 @@ class ItemStore:
 
     Args:
         engine: The vector engine (an `EpisodicMemory`'s `engine` shares its store).
-        embedder: The dense embedder; its id and dimension are recorded in the collection.
+        embedder: The dense embedder (an `Embedder` object, not a model name); its id and
+            dimension are recorded in the collection.
         bm25: The sparse encoder; None for the settings the collection was made with (the
             defaults for a new one). Other settings raise `EmbedderMismatchError`.
         collection: Collection name.
@@ -83,6 +84,8 @@ class ItemStore:
         bm25: Bm25Encoder | None = None,
         collection: str = COLLECTION,
     ) -> None:
+        embedder = require_embedder(embedder)
+        bm25 = require_bm25(bm25)
         self.engine = engine
         self.embedder = embedder
         self.bm25 = bm25 or Bm25Encoder()  # until the collection's own settings are read

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 
-from episodex._common.errors import ConfigurationError, NotSupportedError, ValidationError
+from episodex._common.errors import NotSupportedError, ValidationError
 from episodex._common.text import clip
 from episodex._common.validation import (
     INT64_MAX,
@@ -28,7 +28,7 @@ from episodex._common.validation import (
     require_text,
 )
 from episodex._engines.plan import Filter
-from episodex._engines.sparse import Bm25Encoder
+from episodex._engines.sparse import Bm25Encoder, require_bm25
 from episodex._tasks.model import TIME_FORMAT, Episode
 
 __all__ = [
@@ -130,13 +130,7 @@ def tenant_arg(user_id: object, agent_id: object) -> Tenant:
 
 def bm25_arg(value: object) -> Bm25Encoder:
     """The `bm25` option of a task store: None (the defaults) or a `Bm25Encoder`."""
-    if value is None:
-        return Bm25Encoder()
-    if not isinstance(value, Bm25Encoder):
-        raise ConfigurationError(
-            f"bm25 must be None or a Bm25Encoder (e.g. Bm25Encoder(k=1.2)), got {value!r}"
-        )
-    return value
+    return require_bm25(value) or Bm25Encoder()
 
 
 def tenant_key(tenant: Tenant) -> str:
