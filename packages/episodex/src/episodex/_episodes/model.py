@@ -27,9 +27,18 @@ from episodex._common.model import (
     UuidStr,
     to_utc,
 )
+from episodex._common.unreadable import readable_time, report_unreadable
 from episodex._common.validation import is_finite
 
-__all__ = ["ConversationEpisode", "payload_to_item", "query_speaker_terms", "speaker_keys"]
+__all__ = [
+    "ConversationEpisode",
+    "missing_default",
+    "payload_problem",
+    "payload_to_item",
+    "query_speaker_terms",
+    "readable",
+    "speaker_keys",
+]
 
 #: Bumped when the stored payload changes shape.
 SCHEMA_VERSION = 1
@@ -221,18 +230,106 @@ def query_speaker_terms(query: str, *, limit: int = 192) -> list[str]:
     return list(dict.fromkeys(terms))[:limit]
 
 
+#: The stored fields every episode has, and those an older payload may lack (read as `memorize`
+#: defaults them: `end_index` as `start_index`).
+_TEXTS = ("user_id", "agent_id", "conversation_id", "short_summary_text", "long_summary_text")
+_TIMES = ("timestamp_begin", "timestamp_end")
+_DEFAULTS: dict[str, Any] = {
+    "start_index": 0,
+    "overlap": 0,
+    "flows_activated": [],
+    "tools_invoked": [],
+    "speakers": [],
+    "average_user_sentiment": None,
+    "user_sentiment_variance": None,
+    "metadata": {},
+}
+
+
+def _field_problem(key: str, value: Any) -> str | None:
+    """Why a stored field's value cannot be read back as an episode's field, or None."""
+    if key in _TEXTS:
+        return None if isinstance(value, str) else "is not a string"
+    if key in ("start_index", "end_index", "overlap"):
+        ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+        return None if ok else "is not a count"
+    if key in ("flows_activated", "tools_invoked", "speakers"):
+        ok = isinstance(value, list) and all(isinstance(v, str) for v in value)  # pyright: ignore[reportUnknownVariableType]
+        return None if ok else "is not a list of names"
+    if key in (*_TIMES, "created_at"):
+        return None if readable_time(value) is not None else "is no time a datetime holds"
+    if key in ("average_user_sentiment", "user_sentiment_variance"):
+        ok = value is None or (
+            isinstance(value, int | float) and not isinstance(value, bool) and is_finite(value)
+        )
+        return None if ok else "is not a finite number"
+    if key == "metadata":
+        return None if isinstance(value, dict) else "is not a JSON object"
+    return None
+
+
+def payload_problem(payload: Mapping[str, Any], fields: Iterable[str] | None = None) -> str | None:
+    """Why a stored episode cannot be read back (`"timestamp_end is ..."`), or None.
+
+    A point written by another program or an older release may hold a field of the wrong type,
+    a time no `datetime` holds or lack a field; `memorize` never stores such a point. Only
+    `fields` are looked at when given (a read that asked for those alone). A field with a
+    `memorize` default may be missing (`missing_default` gives it).
+    """
+    for key in (
+        (*_TEXTS, *_TIMES, *_DEFAULTS, "end_index", "created_at") if fields is None else fields
+    ):
+        if key not in payload:
+            if key in _TEXTS or key in _TIMES:
+                return f"{key} is missing"
+            continue
+        problem = _field_problem(key, payload[key])
+        if problem is not None:
+            return f"{key} {problem} ({_shown(payload[key])})"
+    return None
+
+
+def readable(
+    point_id: str, payload: Mapping[str, Any], fields: Iterable[str] | None = None
+) -> bool:
+    """Whether a stored episode can be read back (see `payload_problem`); if not, it is reported.
+
+    Reported once per point (`report_unreadable`), so a read that leaves it out every turn
+    does not log it every turn.
+    """
+    problem = payload_problem(payload, fields)
+    if problem is not None:
+        report_unreadable("episode", point_id, problem)
+    return problem is None
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def payload_to_item(
     point_id: str, payload: Mapping[str, Any], score: float | None = None
 ) -> dict[str, Any]:
-    """A stored payload as the dict users get back: ids, texts, fields, datetimes."""
+    """A stored payload as the dict users get back: ids, texts, fields, datetimes.
+
+    The payload must be readable (`payload_problem` gives None); a field an older payload lacks
+    stays missing (`missing_default` gives what `memorize` would have stored).
+    """
     item: dict[str, Any] = {"point_id": point_id}
     if score is not None:
         item["score"] = score
     for key, value in payload.items():
-        if key in ("timestamp_begin", "timestamp_end", "created_at") and isinstance(
-            value, int | float
-        ):
+        if key in (*_TIMES, "created_at") and isinstance(value, int | float):
             item[key] = datetime.fromtimestamp(value, UTC)
         elif key not in ("schema", SPEAKER_KEYS):
             item[key] = value
     return item
+
+
+def missing_default(payload: Mapping[str, Any], key: str) -> Any:
+    """What `memorize` stores for a field a readable payload of an older release lacks."""
+    if key == "end_index":
+        return payload.get("start_index", 0)
+    default = _DEFAULTS[key]
+    return default.copy() if isinstance(default, list | dict) else default

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from episodex._common.validation import require_int
 from episodex._engines.collection import tenant_filter
+from episodex._episodes.model import readable
 
 if TYPE_CHECKING:
     from episodex._episodes.store import EpisodeStore
@@ -20,7 +21,11 @@ __all__ = ["stats"]
 
 
 def stats(self: EpisodeStore, *, user_id: str, agent_id: str, top: int = 5) -> dict[str, Any]:
-    """What this user and agent have: episodes, conversations, dates, flows, tools, mood."""
+    """What this user and agent have: episodes, conversations, dates, flows, tools, mood.
+
+    A stored episode whose fields read here cannot be read back (written by another program or
+    an older release) is left out and logged, as every read leaves it out.
+    """
     top = require_int("top", top, minimum=1)
     rows: list[Mapping[str, Any]] = []
     fields = (
@@ -37,7 +42,9 @@ def stats(self: EpisodeStore, *, user_id: str, agent_id: str, top: int = 5) -> d
         hits, offset = self.engine.scroll(
             self.collection, flt, limit=1024, with_payload=fields, offset=offset
         )
-        rows.extend(h.payload for h in hits)
+        # An episode stored by another program that cannot be read back is left out (and
+        # reported): it would fail the whole summary.
+        rows.extend(h.payload for h in hits if readable(h.id, h.payload, fields))
         if offset is None:
             break
     flows = Counter(f for r in rows for f in r.get("flows_activated") or [])

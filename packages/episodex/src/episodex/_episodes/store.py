@@ -6,6 +6,7 @@ is no read, count, export or delete that can reach another tenant's points.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 import uuid
@@ -31,7 +32,7 @@ from episodex._common.validation import (
 )
 from episodex._embedders.base import Embedder, embed_documents, embed_query
 from episodex._embedders.splade import SpladeEncoder
-from episodex._engines.base import Engine, ReindexableEngine
+from episodex._engines.base import Engine, ReindexableEngine, StreamRanks
 from episodex._engines.collection import (
     collection_bm25,
     delete_counted,
@@ -59,8 +60,10 @@ from episodex._episodes import transfer
 from episodex._episodes.model import (
     SPEAKER_KEYS,
     ConversationEpisode,
+    payload_problem,
     payload_to_item,
     query_speaker_terms,
+    readable,
 )
 from episodex._episodes.options import INT_MINIMUMS, RecallOptions, check_recall_options
 from episodex._episodes.periods import named_period, period_filter
@@ -560,22 +563,48 @@ class EpisodeStore:
             )
             for _, flt, limit in sides
         ]
-        if not with_stream_ranks:
-            for (name, _, _), hits in zip(
-                sides, self.engine.query(self.collection, requests), strict=True
-            ):
-                result[name].extend(payload_to_item(h.id, h.payload, h.score) for h in hits)
-            return _diversified(result, diversity)
-        # The streams also run alone, ids only, in the same batch: the rank each gave each hit.
-        answers = self.engine.query_explained(self.collection, requests)
-        for (name, _, _), explained in zip(sides, answers, strict=True):
-            for hit, ranks in explained:
+        for (name, _, _), found in zip(
+            sides, self._readable_answers(requests, explained=with_stream_ranks), strict=True
+        ):
+            for hit, ranks in found:
                 item = payload_to_item(hit.id, hit.payload, hit.score)
-                item["streams"] = {
-                    s: {"rank": rank, "score": score} for s, (rank, score) in ranks.items()
-                }
+                if ranks is not None:
+                    item["streams"] = {
+                        s: {"rank": rank, "score": score} for s, (rank, score) in ranks.items()
+                    }
                 result[name].append(item)
         return _diversified(result, diversity)
+
+    def _readable_answers(
+        self, requests: list[Fused], *, explained: bool
+    ) -> list[list[tuple[Hit, StreamRanks | None]]]:
+        """Each request's hits that can be read back, up to its limit, with stream ranks if asked.
+
+        The streams run alone too when `explained`, ids only, in the same batch: the rank each
+        gave each hit. A stored episode that cannot be read back is left out (and reported): a
+        request that lost some asks again for that many more, so one such episode costs a
+        recall neither its other answers nor a place in the list.
+        """
+        answers: list[list[tuple[Hit, StreamRanks | None]]] = [[] for _ in requests]
+        pending = list(range(len(requests)))
+        asked = {i: requests[i].limit for i in pending}
+        while pending:
+            batch = [dataclasses.replace(requests[i], limit=asked[i]) for i in pending]
+            if explained:
+                got = self.engine.query_explained(self.collection, batch)
+            else:
+                got = [
+                    [(h, None) for h in hits] for hits in self.engine.query(self.collection, batch)
+                ]
+            again: list[int] = []
+            for i, found in zip(pending, got, strict=True):
+                kept = [(h, ranks) for h, ranks in found if readable(h.id, h.payload)]
+                answers[i] = kept[: requests[i].limit]
+                if len(kept) < requests[i].limit and len(found) >= asked[i]:
+                    asked[i] += len(found) - len(kept)
+                    again.append(i)
+            pending = again
+        return answers
 
     def _weights(self, options: RecallOptions) -> dict[str, float]:
         weights = {
@@ -682,6 +711,14 @@ class EpisodeStore:
             raise NotFoundError(
                 f"no episode {point_id!r} for user {user_id!r} and agent {agent_id!r}"
             )
+        problem = payload_problem(hit.payload)
+        if problem is not None:
+            # Asked for by id: leaving it out would say it is not there, and it is.
+            raise EngineError(
+                f"episode {hit.id!r} is stored but cannot be read back: {problem} (written by "
+                "another program or an older release); export writes it as stored, "
+                "forget(point_id=...) deletes it, memorize with its point_id replaces it"
+            )
         return payload_to_item(hit.id, hit.payload)
 
     def _find(self, point_id: object, flt: Filter) -> Hit | None:
@@ -706,8 +743,15 @@ class EpisodeStore:
             flt = flt.and_(Match("conversation_id", require_id("conversation_id", conversation_id)))
         if n == 0:
             return []
-        hits, _ = self.engine.scroll(self.collection, flt, limit=n, order_by="timestamp_end")
-        return [payload_to_item(h.id, h.payload) for h in hits]
+        asked = n
+        while True:
+            hits, _ = self.engine.scroll(
+                self.collection, flt, limit=asked, order_by="timestamp_end"
+            )
+            kept = [h for h in hits if readable(h.id, h.payload)]
+            if len(kept) >= n or len(hits) < asked:
+                return [payload_to_item(h.id, h.payload) for h in kept[:n]]
+            asked += len(hits) - len(kept)  # as many more as were left out
 
     def iter_episodes(
         self, *, user_id: str, agent_id: str, conversation_id: str | None = None, page: int = 512

@@ -12,16 +12,16 @@ import io
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
 
 from episodex._common.errors import ImportFileError, ValidationError
 from episodex._common.files import atomic_write
 from episodex._common.text import bad_lines_summary, without_bom
+from episodex._common.unreadable import readable_time, report_unreadable
 from episodex._common.validation import read_json, require_callback, require_id
 from episodex._engines.plan import Hit
-from episodex._episodes.model import ConversationEpisode
+from episodex._episodes.model import ConversationEpisode, missing_default, payload_problem
 
 if TYPE_CHECKING:
     from episodex._episodes.store import EpisodeStore
@@ -50,7 +50,11 @@ def export(
     agent_id: str,
     conversation_id: str | None = None,
 ) -> int:
-    """Write this user's and agent's episodes as JSONL (one `memorize` record a line)."""
+    """Write this user's and agent's episodes as JSONL (one `memorize` record a line).
+
+    Every stored episode is written: one that cannot be read back (stored by another program
+    or an older release) is written as stored and logged (`episode_record` says how).
+    """
     ascii_only = False
     if not isinstance(destination, str | Path):
         # Checked before the first episode is read: with none to write, a wrong destination
@@ -186,28 +190,50 @@ def import_(
     return report
 
 
+#: Each export record field and the payload field it is read from.
+_RECORD = (
+    ("user_id", "user_id"),
+    ("agent_id", "agent_id"),
+    ("conversation_id", "conversation_id"),
+    ("short_summary", "short_summary_text"),
+    ("long_summary", "long_summary_text"),
+    ("start_index", "start_index"),
+    ("end_index", "end_index"),
+    ("overlap", "overlap"),
+    ("flows_activated", "flows_activated"),
+    ("tools_invoked", "tools_invoked"),
+    ("speakers", "speakers"),
+    ("timestamp_begin", "timestamp_begin"),
+    ("timestamp_end", "timestamp_end"),
+    ("average_user_sentiment", "average_user_sentiment"),
+    ("user_sentiment_variance", "user_sentiment_variance"),
+    ("metadata", "metadata"),
+)
+
+
 def episode_record(hit: Hit) -> dict[str, Any]:
-    """A stored episode as the JSON record `memorize` (and import) accepts."""
+    """A stored episode as the JSON record `memorize` (and import) accepts.
+
+    An episode that cannot be read back (written by another program or an older release) is
+    written as stored, so an export never loses it: a time no `datetime` holds stays the
+    stored number, a field of the wrong type stays as it is, a missing field is left out;
+    importing the file reports its line as a bad line, saying what is wrong with it.
+    """
     p = hit.payload
-    return {
-        "point_id": hit.id,
-        "user_id": p["user_id"],
-        "agent_id": p["agent_id"],
-        "conversation_id": p["conversation_id"],
-        "short_summary": p["short_summary_text"],
-        "long_summary": p["long_summary_text"],
-        "start_index": p["start_index"],
-        "end_index": p["end_index"],
-        "overlap": p["overlap"],
-        "flows_activated": p["flows_activated"],
-        "tools_invoked": p["tools_invoked"],
-        "speakers": p.get("speakers", []),
-        "timestamp_begin": datetime.fromtimestamp(p["timestamp_begin"], UTC).isoformat(),
-        "timestamp_end": datetime.fromtimestamp(p["timestamp_end"], UTC).isoformat(),
-        "average_user_sentiment": p["average_user_sentiment"],
-        "user_sentiment_variance": p["user_sentiment_variance"],
-        "metadata": p["metadata"],
-    }
+    problem = payload_problem(p, [field for _, field in _RECORD])
+    if problem is not None:
+        report_unreadable("episode", hit.id, problem, done="export writes it as stored")
+    record: dict[str, Any] = {"point_id": hit.id}
+    for name, field_ in _RECORD:
+        if field_ not in p:
+            if problem is None:
+                # An older payload without this field: written as memorize defaults it.
+                record[name] = missing_default(p, field_)
+            continue
+        value = p[field_]
+        when = readable_time(value) if field_ in ("timestamp_begin", "timestamp_end") else None
+        record[name] = when.isoformat() if when is not None else value
+    return record
 
 
 def _require_text_writer(destination: object) -> bool:
