@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Unpack
 
 from episodex._common.errors import (
@@ -16,6 +17,7 @@ from episodex._common.errors import (
 )
 from episodex._common.host import EngineHost
 from episodex._common.sync import in_thread
+from episodex._common.unreadable import report_unreadable
 from episodex._common.validation import require_int, require_weight
 from episodex._embedders.base import Embedder, embed_documents, embed_query
 from episodex._engines.base import Engine
@@ -35,6 +37,7 @@ from episodex._engines.plan import (
     Filter,
     Fused,
     HasId,
+    Hit,
     Match,
     MatchAny,
     Point,
@@ -281,15 +284,17 @@ class QdrantTaskStore(BaseMemoryStore):
     ) -> list[Episode]:
         if n == 0:
             return []
-        hits, _ = self.engine.scroll(
-            self.collection,
-            self._scope if flt is None else flt,
-            limit=n,
-            order_by="completed_at",
-            descending=descending,
-            with_payload=("episode",),
+        return _readable(
+            n,
+            lambda limit: self.engine.scroll(
+                self.collection,
+                self._scope if flt is None else flt,
+                limit=limit,
+                order_by="completed_at",
+                descending=descending,
+                with_payload=("episode",),
+            )[0],
         )
-        return [Episode.parse(h.payload["episode"]) for h in hits]
 
     def _search(
         self,
@@ -333,8 +338,13 @@ class QdrantTaskStore(BaseMemoryStore):
             request = Fused(
                 (dense, sparse), (weights["dense"], weights["bm25"]), rrf_k, flt, k, payload
             )
-        hits = self.engine.query(self.collection, [request])[0]
-        return [Episode.parse(h.payload["episode"]) for h in hits]
+        final = request
+        return _readable(
+            k,
+            lambda limit: self.engine.query(
+                self.collection, [dataclasses.replace(final, limit=limit)]
+            )[0],
+        )
 
     def _summary(self) -> str:
         count = self.engine.count(self.collection, self._scope)
@@ -481,6 +491,27 @@ class QdrantTaskStore(BaseMemoryStore):
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def _readable(n: int, read: Callable[[int], list[Hit]]) -> list[Episode]:
+    """The first `n` episodes `read(limit)` finds that can be read back.
+
+    A stored episode that fails validation (written by another program or an older release)
+    is left out and reported once; `read` is asked again for as many more as were left out, so
+    one such episode costs a read neither its other episodes nor a place in the list.
+    """
+    asked = n
+    while True:
+        hits = read(asked)
+        kept: list[Episode] = []
+        for hit in hits:
+            try:
+                kept.append(Episode.parse(hit.payload["episode"]))
+            except (ValidationError, KeyError) as exc:
+                report_unreadable("task episode", hit.id, str(exc))
+        if len(kept) >= n or len(hits) < asked:
+            return kept[:n]
+        asked += len(hits) - len(kept)
 
 
 def _tenant_scope(tenant: Tenant) -> Filter:
