@@ -223,19 +223,27 @@ class EpisodeRecorder:
             )
 
     async def aclose(self) -> int:
-        """Flush, stop the background writer; returns how many episodes are still pending."""
-        left = await self.flush()
-        self._closed = True
+        """Stop the background writer, then write everything pending.
+
+        Every episode recorded before this returns is written by it, or (recorded after the
+        writer stopped) by its own `record` call. Returns how many episodes are still pending
+        because the store is failing.
+        """
+        with self._lock:
+            # Marked under the lock `record_many` queues with and the writer stops with: an
+            # episode queued before the mark is left for the final write below, and one
+            # queued after it is written by its own call, so none waits for a stopped writer.
+            self._closed = True
         self._wake.set()
         if self._worker is not None:
             await asyncio.to_thread(self._worker.join, 5.0)
-        return left
+        return await self.flush()
 
     # -- internals -----------------------------------------------------------------------
 
     def _wait_for_writer(self) -> None:
-        # Until the background writer is idle, or gone: an episode queued just as it stopped
-        # (after `aclose`) leaves it never idle again, and `flush` writes that one itself.
+        # Until the background writer is idle, or gone (after `aclose`); `flush` then writes
+        # what is pending itself.
         worker = self._worker
         while worker is not None and worker.is_alive():
             if self._idle.wait(0.05):
@@ -488,17 +496,19 @@ class EpisodeRecorder:
         while True:
             self._wake.wait()
             self._wake.clear()
+            with self._lock:
+                # Decided under the lock `aclose` marks the recorder closed with: once it is,
+                # `aclose` writes what is pending after this thread ends, and every later
+                # `record` writes itself.
+                if self._closed:
+                    break
             try:
                 self._write_pending_blocking()
             except Exception:
                 # Nothing may end this thread while episodes can still be queued: they would
                 # wait for a flush, and past `max_pending` be dropped.
                 logger.exception("the background writer failed; episodes kept for retry")
-            with self._lock:
-                done = not self._pending
+            # What is still pending (the store is failing) waits for the next record or
+            # flush, not a busy loop.
             self._idle.set()
-            if self._closed and done:
-                return
-            if not done:
-                # The store is failing: wait for the next record or flush, not a busy loop.
-                continue
+        self._idle.set()
