@@ -346,14 +346,22 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
         return turn[1]
 
     async def _record_upto(
-        self, conversation: str, messages: list[ChatMessage], *, whole: bool, leaving: bool
+        self,
+        conversation: str,
+        messages: list[ChatMessage],
+        *,
+        whole: bool,
+        leaving: bool,
+        given: bool = False,
     ) -> list[dict[str, Any]]:
         """The episodes of the session's messages not yet recorded, through `messages`.
 
         Those are the flushed messages held back because their exchange had not ended, then
         `messages` from the first one not recorded. With `whole=False` only complete
         exchanges are recorded (through the last final answer). `leaving` says `messages`
-        leave short-term memory now (a flush): what is not recorded is held back.
+        leave short-term memory now (a flush): what is not recorded is held back. `given`
+        says `messages` were given to `aput` directly, not taken from short-term memory:
+        none of them is recorded yet, whatever of the short-term history is.
 
         The messages are counted as recorded here, after the last await: the caller finishes
         its own counting and then hands the episodes to `recorder.record_many` (which queues
@@ -363,7 +371,7 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
         """
         flushed, recorded = self._position(conversation)
         held = self._held.get(conversation, [])
-        span = [*held, *messages[max(recorded - flushed, 0) :]]
+        span = [*held, *(messages if given else messages[max(recorded - flushed, 0) :])]
         cut = len(span) if whole else _exchange_end(span)
         episodes = await self._episodes(span[:cut], conversation, recorded) if cut else []
         if cut:
@@ -445,12 +453,14 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
         if from_short_term_memory:
             await self._flushed(messages, conversation)
         else:
-            # Given directly: recorded whole, and counted as the session's next messages.
+            # Given directly: recorded whole, and counted as the session's next messages. They
+            # were never in short-term memory: what of it was recorded stays counted recorded
+            # (`_record_upto` counted them on top), or the next `aget` would store it again.
             async with self._turn(conversation):
-                episodes = await self._record_upto(conversation, messages, whole=True, leaving=True)
-                position = self._position(conversation)
-                position[0] += len(messages)
-                position[1] = position[0]
+                episodes = await self._record_upto(
+                    conversation, messages, whole=True, leaving=True, given=True
+                )
+                self._position(conversation)[0] += len(messages)
             await self.recorder.record_many(episodes)
 
     async def _aput(self, messages: list[ChatMessage]) -> None:
