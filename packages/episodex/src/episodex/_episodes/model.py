@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import unicodedata
@@ -38,6 +39,7 @@ __all__ = [
     "query_speaker_terms",
     "readable",
     "speaker_keys",
+    "stored_texts",
 ]
 
 #: Bumped when the stored payload changes shape.
@@ -333,3 +335,23 @@ def missing_default(payload: Mapping[str, Any], key: str) -> Any:
         return payload.get("start_index", 0)
     default = _DEFAULTS[key]
     return default.copy() if isinstance(default, list | dict) else default
+
+
+def stored_texts(payload: Mapping[str, Any]) -> tuple[str, str]:
+    """The `(short, long)` summary texts a stored episode's vectors are made again from.
+
+    What a re-index and a take-back embed. A point another program or an older release wrote
+    may hold a summary that is no string (taken as its JSON text) or none (taken as the other
+    summary, or empty): its vectors are made all the same and its payload carried over as
+    stored, so nothing is lost; reads leave it out (`payload_problem`) until it is replaced.
+    """
+    short, long = (
+        _as_text(payload.get(key)) for key in ("short_summary_text", "long_summary_text")
+    )
+    return (short or long or "", long or short or "")
+
+
+def _as_text(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)

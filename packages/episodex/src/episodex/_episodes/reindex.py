@@ -5,7 +5,10 @@ payload untouched, into a staging collection whose vectors the new `EpisodeStore
 the engine then switches the collection's name to it in one atomic step. Until that step the
 old collection is the store; a run killed at any point loses nothing, and the next run finds
 the staging collection (its name is a digest of the source and the target) and embeds only
-what is not there yet.
+what is not there yet. A point that cannot be read back (written by another program or an
+older release) is carried over as stored and logged, its vectors made from whatever summary
+text it has (`stored_texts`): dropped, it would be lost; refused, one such point would keep the
+whole store on the old model.
 """
 
 from __future__ import annotations
@@ -17,11 +20,13 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from episodex._common.errors import ConfigurationError
+from episodex._common.unreadable import report_unreadable
 from episodex._common.validation import require_callback, require_int
 from episodex._embedders.base import Embedder
 from episodex._engines.base import STAGING_DIGITS, STAGING_MARK, ReindexableEngine
 from episodex._engines.locks import count_switch
 from episodex._engines.plan import Filter, HasId, Hit, Point
+from episodex._episodes.model import payload_problem, stored_texts
 
 if TYPE_CHECKING:
     from episodex._episodes.store import EpisodeStore
@@ -99,12 +104,24 @@ def _written(
             return found
 
 
+def _same(staged: object, stored: object) -> bool:
+    """Whether two `created_at` values are one; a NaN (another program's) is one with itself.
+
+    Otherwise its point would be embedded again each time the staging collection catches up.
+    """
+    return staged == stored or (staged != staged and stored != stored)
+
+
 def _copy(target: EpisodeStore, hits: Sequence[Hit]) -> None:
     if not hits:
         return
-    vectors = target.vectors(
-        [(h.payload["short_summary_text"], h.payload["long_summary_text"]) for h in hits]
-    )
+    for h in hits:
+        problem = payload_problem(h.payload)
+        if problem is not None:
+            # Carried over all the same (`stored_texts`): dropping it would lose it, refusing
+            # would leave the whole store on the old model for one point.
+            report_unreadable("episode", h.id, problem, done="a re-index carries it over as stored")
+    vectors = target.vectors([stored_texts(h.payload) for h in hits])
     points = [
         Point(id=h.id, dense=dense, sparse=sparse, payload=dict(h.payload))
         for h, (dense, sparse) in zip(hits, vectors, strict=True)
@@ -164,7 +181,9 @@ def reindex(
     with store.write_lock:
         wanted, staged = _written(engine, source), _written(engine, staging)
         # Missing from the staging collection, or staged before it was written again.
-        missing = sorted(i for i, at in wanted.items() if i not in staged or staged[i] != at)
+        missing = sorted(
+            i for i, at in wanted.items() if i not in staged or not _same(staged[i], at)
+        )
         for start in range(0, len(missing), batch_size):
             chunk = tuple(missing[start : start + batch_size])
             hits, _ = engine.scroll(source, Filter(must=(HasId(chunk),)), limit=len(chunk))

@@ -64,6 +64,7 @@ from episodex._episodes.model import (
     payload_to_item,
     query_speaker_terms,
     readable,
+    stored_texts,
 )
 from episodex._episodes.options import INT_MINIMUMS, RecallOptions, check_recall_options
 from episodex._episodes.periods import named_period, period_filter
@@ -412,12 +413,7 @@ class EpisodeStore:
             # its stored texts by this store's models (what a re-index does).
             for start in range(0, len(old), 256):
                 hits = old[start : start + 256]
-                vectors = self.vectors(
-                    [
-                        (h.payload["short_summary_text"], h.payload["long_summary_text"])
-                        for h in hits
-                    ]
-                )
+                vectors = self.vectors([stored_texts(h.payload) for h in hits])
                 self.engine.upsert(
                     self.collection,
                     [
