@@ -17,18 +17,32 @@ text it has (a summary that is no string as its JSON text, a missing one as the 
 so nothing is lost and the point stays where the user can export, forget or replace it. A
 re-index logs it once with its id. A creation time that is NaN (qdrant-client `:memory:` stores
 it) no longer made the re-index embed the point twice.
+
+An item put keeps the creation time of the item it replaces, read back from the store: one no
+`datetime` holds (a string, a list, year 10000, 1e300, NaN) failed the put with a raw
+`ValueError` or `TypeError`, or was carried on into the new item, whose every read then failed.
+Such an item is now stored anew, created at the put's time.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
-from episodex import Engine, EpisodicMemory, StorageFullError, open_engine
+from episodex import (
+    Engine,
+    EpisodicMemory,
+    ItemPut,
+    ItemRef,
+    ItemStore,
+    StorageFullError,
+    open_engine,
+)
 from episodex.plan import Filter, HasId, Point
 from episodex.testing import HashEmbedder
 
@@ -178,3 +192,47 @@ async def test_a_failed_memorize_many_restores_an_unreadable_episode_it_replaced
     finally:
         memory.close()
         inner.close()
+
+
+#: Creation times an item store may hold from another program or an older release.
+ITEM_TIMES: dict[str, Any] = {
+    "text": "yesterday",
+    "list": [1],
+    "year-10000": 253402300800.0,
+    "1e300": 1e300,
+}
+ITEM_CASES = [
+    pytest.param(backend, value, id=f"{backend}-{name}")
+    for backend in BACKENDS
+    for name, value in {
+        **ITEM_TIMES,
+        **({"nan": float("nan")} if backend == "memory" else {}),
+    }.items()
+]
+
+
+@pytest.mark.parametrize(("backend", "created_at"), ITEM_CASES)
+def test_putting_an_item_over_one_with_an_unreadable_creation_time_mends_it(
+    backend: str, created_at: Any, tmp_path: Path
+) -> None:
+    # A put keeps the stored creation time of the item it replaces; one no datetime holds
+    # failed every put of that item (a raw ValueError, TypeError), or was carried on into it.
+    engine = open_engine(path=str(tmp_path / "s")) if backend == "edge" else None
+    engine = engine or open_engine(location=":memory:")
+    try:
+        items = ItemStore(engine, OLD)
+        ref = ItemRef("u", "a", ("prefs",), "drink")
+        items.write([ItemPut(ref, {"drink": "tea"})])
+        (hit,), _ = engine.scroll(items.collection, Filter(), limit=1)
+        payload = {**hit.payload, "created_at": created_at}
+        engine.upsert(items.collection, [Point(id=hit.id, dense={}, sparse={}, payload=payload)])
+
+        before = time.time()
+        items.write([ItemPut(ref, {"drink": "coffee"})])
+        (item,) = items.get_many([ref])
+        assert item is not None and item.value == {"drink": "coffee"}
+        # Stored anew: its creation time is the put's, as for a new item.
+        assert item.created_at.timestamp() >= before - 1
+        assert item.created_at == item.updated_at
+    finally:
+        engine.close()

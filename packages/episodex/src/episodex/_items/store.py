@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from episodex._common.errors import ValidationError
+from episodex._common.unreadable import readable_time
 from episodex._common.validation import require_encodable, require_int, require_weight
 from episodex._embedders.base import Embedder, embed_documents, embed_query, require_embedder
 from episodex._engines.base import Engine
@@ -198,10 +199,12 @@ class ItemStore:
                 limit=len(chunk),
                 with_payload=("created_at",),
             )
-            # A tombstone left at an id has no creation time: the item is new again.
-            created.update(
-                (h.id, float(h.payload["created_at"])) for h in hits if "created_at" in h.payload
-            )
+            # A tombstone left at an id has no creation time: the item is new again. So is one
+            # whose time no datetime holds (another program's, an older release's): kept, it
+            # would fail this put or every read of the item after it.
+            for h in hits:
+                if readable_time(h.payload.get("created_at")) is not None:
+                    created[h.id] = float(h.payload["created_at"])
         return created
 
     # -- reading -------------------------------------------------------------------------
