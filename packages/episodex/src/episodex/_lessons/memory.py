@@ -36,7 +36,7 @@ from episodex._lessons.model import (
     StepMemory,
 )
 from episodex._lessons.ranking import LessonOptions, check_unit, rank_lessons
-from episodex._lessons.store import COLLECTION, LessonStore, lesson_scope
+from episodex._lessons.store import COLLECTION, LessonStore, lesson_scope, stored_rep
 
 __all__ = [
     "Attempt",
@@ -258,12 +258,18 @@ class StepLessonMemory:
         if run_id is not None:
             require_id("run_id", run_id)
         rows = await asyncio.to_thread(self._store.scan, scope, ("rep", "run_id"))
+        # A step stored with no readable rep (another program, an older release) is left out.
+        reps = {pid: stored_rep(pid, p) for pid, p in rows}
         own: list[StepMemory] = []
         if run_id is not None and any(p.get("run_id") == run_id for _, p in rows):
             own = await asyncio.to_thread(self._store.load, scope.and_(Match("run_id", run_id)))
-            rep = own[0].rep
+            # The run's steps may all be unreadable: its rep is then the one its rows hold.
+            run_reps = [reps[pid] for pid, p in rows if p.get("run_id") == run_id]
+            rep = own[0].rep if own else min((r for r in run_reps if r is not None), default=0)
         else:
-            rep = max((int(p["rep"]) for _, p in rows), default=0) + 1
+            rep = 0
+        if rep == 0:
+            rep = max((r for r in reps.values() if r is not None), default=0) + 1
         steps = {m.step_id: m for m in own}
         key: _AttemptKey = (user_id, agent_id, session_id, run_id or "")
         if run_id is not None and key in self._attempts:
@@ -561,7 +567,12 @@ class StepLessonMemory:
     ) -> list[StepMemory]:
         """Every stored step of a session (defaults: the episode in progress).
 
-        In order of rep, then run by run (in the order the runs began), then step.
+        In order of rep, then run by run (in the order the runs began), then step. A stored
+        step that cannot be read back (written by another program or an older release) raises
+        `EngineError` naming its point id: this read feeds `export_memories` and a move to
+        another embedder, which must not lose a step without a word. The lesson reads
+        (`retrieve_memories`, `lessons_block`, resuming an attempt) leave such a step out and
+        log it once instead.
         """
         episode = self.episode
         user_id = user_id if user_id is not None else (episode.user_id if episode else None)
@@ -570,7 +581,7 @@ class StepLessonMemory:
             session_id if session_id is not None else (episode.session_id if episode else None)
         )
         return await asyncio.to_thread(
-            self._store.load, lesson_scope(user_id, agent_id, session_id)
+            self._store.load_every, lesson_scope(user_id, agent_id, session_id)
         )
 
     async def store_memories(self, memories: Iterable[StepMemory | Mapping[str, Any]]) -> list[str]:

@@ -6,7 +6,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from episodex._common.errors import ValidationError
+from episodex._common.errors import EngineError, ValidationError
+from episodex._common.unreadable import report_unreadable
 from episodex._common.validation import require_id
 from episodex._embedders.base import Embedder, embed_documents
 from episodex._engines.base import Engine
@@ -152,20 +153,62 @@ class LessonStore:
                 return rows
 
     def load(self, flt: Filter) -> list[StepMemory]:
-        memories = [_from_payload(pid, payload) for pid, payload in self.scan(flt)]
-        # By rep, then run by run (two attempts started before either was stored share a rep:
-        # by step number alone their steps interleaved), in the order the runs began.
-        began: dict[str, datetime] = {}
-        for m in memories:
-            began[m.run_id] = min(began.get(m.run_id, m.created_at), m.created_at)
-        memories.sort(key=lambda m: (m.rep, began[m.run_id], m.run_id, m.step_num, m.created_at))
-        return memories
+        """The stored steps `flt` finds that can be read back, in order (see `in_order`).
+
+        A step that cannot be read back (written by another program or an older release) is
+        left out and reported once: one such step must not cost a session its lessons.
+        """
+        memories: list[StepMemory] = []
+        for pid, payload in self.scan(flt):
+            try:
+                memories.append(_from_payload(pid, payload))
+            except ValidationError as exc:
+                report_unreadable("step memory", pid, _why(exc))
+        return in_order(memories)
+
+    def load_every(self, flt: Filter) -> list[StepMemory]:
+        """Every stored step `flt` finds, in order; `EngineError` if one cannot be read back.
+
+        For reads that promise every step (a session's export, a move to another embedder):
+        leaving one out there would lose it without a word.
+        """
+        memories: list[StepMemory] = []
+        for pid, payload in self.scan(flt):
+            try:
+                memories.append(_from_payload(pid, payload))
+            except ValidationError as exc:
+                raise EngineError(
+                    f"step memory {pid} is stored but cannot be read back: {_why(exc)} (written "
+                    "by another program or an older release); store_memories with its id and "
+                    "the step's fields replaces it, forget_session deletes the session's steps"
+                ) from None
+        return in_order(memories)
 
     def count(self, flt: Filter) -> int:
         return self.engine.count(self.collection, flt)
 
     def delete(self, flt: Filter) -> int:
         return delete_counted(self.engine, self.collection, flt)
+
+
+def in_order(memories: list[StepMemory]) -> list[StepMemory]:
+    """Steps sorted as a session's steps are read back."""
+    # By rep, then run by run (two attempts started before either was stored share a rep:
+    # by step number alone their steps interleaved), in the order the runs began.
+    began: dict[str, datetime] = {}
+    for m in memories:
+        began[m.run_id] = min(began.get(m.run_id, m.created_at), m.created_at)
+    memories.sort(key=lambda m: (m.rep, began[m.run_id], m.run_id, m.step_num, m.created_at))
+    return memories
+
+
+def stored_rep(point_id: str, payload: Mapping[str, Any]) -> int | None:
+    """The rep a stored step's payload holds, or None (reported once) if it holds none."""
+    rep = payload.get("rep")
+    if isinstance(rep, int) and not isinstance(rep, bool) and rep >= 1:
+        return rep
+    report_unreadable("step memory", point_id, f"rep is no attempt number ({rep!r:.60})")
+    return None
 
 
 def _refuse_repeats(memories: Sequence[StepMemory]) -> None:
@@ -187,6 +230,10 @@ def _refuse_repeats(memories: Sequence[StepMemory]) -> None:
                 f"memory {i}: step_id {m.step_id!r} of run {m.run_id!r} is memory {first}'s, "
                 "earlier in the batch; give each step of a run its own step_id"
             )
+
+
+def _why(exc: ValidationError) -> str:
+    return str(exc).removeprefix("stored step ").split(": ", 1)[-1]
 
 
 def _from_payload(point_id: str, payload: Mapping[str, Any]) -> StepMemory:
