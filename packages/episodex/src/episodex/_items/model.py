@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from episodex._common.errors import ValidationError
+from episodex._common.unreadable import readable_time
 from episodex._common.validation import json_object, require_id, storable_text
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "check_put",
     "check_ref",
     "item_payload",
+    "item_problem",
     "point_id",
     "same_ref",
     "stored_item",
@@ -189,8 +191,41 @@ def item_payload(put: ItemPut, *, created_at: float, updated_at: float) -> dict[
     return payload
 
 
+def item_problem(payload: Mapping[str, Any], fields: tuple[str, ...] | None = None) -> str | None:
+    """Why a stored item cannot be read back (`"key is missing"`), or None.
+
+    A point written by another program or an older release may lack a field or hold one of
+    the wrong type; `write` never stores such a point. Only `fields` are looked at when given
+    (a read that asked for those alone).
+    """
+    for field in (
+        ("namespace", "key", "value", "created_at", "updated_at") if fields is None else fields
+    ):
+        if field not in payload:
+            return f"{field} is missing"
+        value = payload[field]
+        shown = _shown(value)
+        if field == "namespace":
+            try:
+                check_namespace(value)
+            except ValidationError as exc:
+                return f"namespace is no list of labels: {exc} ({shown})"
+        elif field == "key" and (not isinstance(value, str) or not value):
+            return f"key is no non-empty text ({shown})"
+        elif field == "value" and not isinstance(value, dict):
+            return f"value is no JSON object ({shown})"
+        elif field in ("created_at", "updated_at") and readable_time(value) is None:
+            return f"{field} is no time a datetime holds ({shown})"
+    return None
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def stored_item(payload: Mapping[str, Any], score: float | None = None) -> StoredItem:
-    """The item a stored payload holds."""
+    """The item a stored payload holds; the payload must be readable (`item_problem`)."""
     return StoredItem(
         namespace=tuple(payload["namespace"]),
         key=payload["key"],

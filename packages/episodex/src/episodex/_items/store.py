@@ -9,11 +9,11 @@ engine, under the same tenant, namespace and value filters as every other read.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from episodex._common.errors import ValidationError
-from episodex._common.unreadable import readable_time
+from episodex._common.errors import EngineError, ValidationError
+from episodex._common.unreadable import readable_time, report_unreadable
 from episodex._common.validation import require_encodable, require_int, require_weight
 from episodex._embedders.base import Embedder, embed_documents, embed_query, require_embedder
 from episodex._engines.base import Engine
@@ -25,7 +25,7 @@ from episodex._engines.collection import (
     tombstone,
 )
 from episodex._engines.locks import write_lock
-from episodex._engines.plan import CollectionSpec, Filter, Fused, HasId, Point, Stream
+from episodex._engines.plan import CollectionSpec, Filter, Fused, HasId, Hit, Point, Stream
 from episodex._engines.sparse import Bm25Encoder, require_bm25
 from episodex._items.filters import namespace_matches, prefix_filter, value_filter
 from episodex._items.model import (
@@ -36,6 +36,7 @@ from episodex._items.model import (
     check_put,
     check_ref,
     item_payload,
+    item_problem,
     point_id,
     same_ref,
     stored_item,
@@ -199,18 +200,25 @@ class ItemStore:
                 limit=len(chunk),
                 with_payload=("created_at",),
             )
-            # A tombstone left at an id has no creation time: the item is new again. So is one
-            # whose time no datetime holds (another program's, an older release's): kept, it
-            # would fail this put or every read of the item after it.
-            for h in hits:
-                if readable_time(h.payload.get("created_at")) is not None:
-                    created[h.id] = float(h.payload["created_at"])
+            # A tombstone left at an id has no creation time: the item is new again. So is
+            # one whose creation time cannot be read back (another program, an older release):
+            # writing it again is how it is corrected.
+            created.update(
+                (h.id, float(h.payload["created_at"]))
+                for h in hits
+                if readable_time(h.payload.get("created_at")) is not None
+            )
         return created
 
     # -- reading -------------------------------------------------------------------------
 
     def get_many(self, refs: Iterable[ItemRef]) -> list[StoredItem | None]:
-        """The items at `refs`, in order; None where there is none."""
+        """The items at `refs`, in order; None where there is none.
+
+        An item stored but unreadable (written by another program or an older release: a
+        field missing or of the wrong type) raises `EngineError` naming its point: asked for
+        by reference, leaving it out would say it is not there, and it is. A put replaces it.
+        """
         checked = [check_ref(r, f"ref {i}: ") for i, r in enumerate(_listed(refs, "refs"))]
         ids = [point_id(r) for r in checked]
         found: dict[str, dict[str, Any]] = {}
@@ -225,7 +233,21 @@ class ItemStore:
         for ref, pid in zip(checked, ids, strict=True):
             payload = found.get(pid)
             # The tenant is checked on the payload too, not only through the id.
-            out.append(stored_item(payload) if payload and same_ref(payload, ref) else None)
+            if (
+                not payload
+                or payload.get("user_id") != ref.user_id
+                or payload.get("agent_id") != ref.agent_id
+            ):
+                out.append(None)
+                continue
+            problem = item_problem(payload)
+            if problem is not None:
+                raise EngineError(
+                    f"item {pid} ({ref.namespace!r}, {ref.key!r}) is stored but cannot be read "
+                    f"back: {problem} (written by another program or an older release); a put "
+                    "of that item replaces it, a delete removes it"
+                )
+            out.append(stored_item(payload) if same_ref(payload, ref) else None)
         return out
 
     def search(
@@ -248,6 +270,8 @@ class ItemStore:
         Without a query (or a blank one) items come newest first (by last write). With one,
         the dense and BM25 searches over indexed items each take their `stage1_limit` best
         and the engine fuses them by weighted RRF; items stored without text are not ranked.
+        An item that cannot be read back (written by another program or an older release) is
+        left out, logged once with its point id, and the next ones fill its place.
 
         Args:
             user_id: The user whose items are searched.
@@ -284,31 +308,38 @@ class ItemStore:
             return []
         wanted = offset + limit
         if query is None or not query.strip():
-            hits, _ = self.engine.scroll(
-                self.collection, flt, limit=wanted, order_by="updated_at", descending=True
+            return _readable(
+                offset,
+                wanted,
+                lambda n: self.engine.scroll(
+                    self.collection, flt, limit=n, order_by="updated_at", descending=True
+                )[0],
+                scored=False,
             )
-            return [stored_item(h.payload) for h in hits[offset:]]
         if not any(weights.values()):
             raise ValidationError("dense_weight and bm25_weight are both 0: give one a weight > 0")
-        streams: list[Stream] = []
-        depth = max(stage1, wanted)
+        vectors: list[tuple[str, Any]] = []
         if weights["text"] > 0:
-            streams.append(Stream("text", embed_query(self.embedder, query).tolist(), depth))
+            vectors.append(("text", embed_query(self.embedder, query).tolist()))
         if weights["bm25"] > 0:
             sparse = self.bm25.query(query)
             if sparse.indices:
-                streams.append(Stream("bm25", sparse, depth))
-        if not streams:
+                vectors.append(("bm25", sparse))
+        if not vectors:
             return []  # only stopwords, and only BM25 weighted
-        request = Fused(
-            streams=tuple(streams),
-            weights=tuple(weights[s.using] for s in streams),
-            k=k,
-            filter=flt,
-            limit=wanted,
-        )
-        (hits,) = self.engine.query(self.collection, [request])
-        return [stored_item(h.payload, h.score) for h in hits[offset:]]
+
+        def fused(n: int) -> list[Hit]:
+            depth = max(stage1, n)
+            request = Fused(
+                streams=tuple(Stream(using, vector, depth) for using, vector in vectors),
+                weights=tuple(weights[using] for using, _ in vectors),
+                k=k,
+                filter=flt,
+                limit=n,
+            )
+            return self.engine.query(self.collection, [request])[0]
+
+        return _readable(offset, wanted, fused, scored=True)
 
     def list_namespaces(
         self,
@@ -348,6 +379,10 @@ class ItemStore:
                 self.collection, flt, limit=_PAGE, with_payload=("namespace",), offset=page
             )
             for hit in hits:
+                problem = item_problem(hit.payload, ("namespace",))
+                if problem is not None:
+                    report_unreadable("item", hit.id, problem)
+                    continue
                 namespace = tuple(hit.payload["namespace"])
                 if namespace_matches(namespace, prefix=prefix, suffix=suffix):
                     found.add(namespace[:max_depth] if max_depth is not None else namespace)
@@ -371,6 +406,30 @@ class ItemStore:
             if n:
                 self.engine.delete(self.collection, flt)
         return n
+
+
+def _readable(
+    offset: int, wanted: int, read: Callable[[int], list[Hit]], *, scored: bool
+) -> list[StoredItem]:
+    """Items `offset` to `wanted` of those `read(limit)` finds that can be read back.
+
+    An item that cannot be read back (written by another program or an older release) is
+    left out and reported once; `read` is asked again for as many more as were left out, so
+    one such item costs a search neither its other items nor a place in the page.
+    """
+    asked = wanted
+    while True:
+        hits = read(asked)
+        kept: list[StoredItem] = []
+        for hit in hits:
+            problem = item_problem(hit.payload)
+            if problem is None:
+                kept.append(stored_item(hit.payload, hit.score if scored else None))
+            else:
+                report_unreadable("item", hit.id, problem)
+        if len(kept) >= wanted or len(hits) < asked:
+            return kept[offset:wanted]
+        asked += len(hits) - len(kept)
 
 
 def _listed(values: object, name: str) -> list[Any]:
