@@ -11,9 +11,14 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from typing import TypeVar
 
-__all__ = ["readable_time", "report_unreadable"]
+__all__ = ["read_readable", "readable_time", "report_unreadable"]
+
+H = TypeVar("H")
+T = TypeVar("T")
 
 _log = logging.getLogger("episodex")
 _lock = threading.Lock()
@@ -56,3 +61,21 @@ def readable_time(value: object) -> datetime | None:
         return datetime.fromtimestamp(value, UTC)
     except (OverflowError, ValueError, OSError):
         return None
+
+
+def read_readable(
+    wanted: int, read: Callable[[int], Sequence[H]], keep: Callable[[H], T | None]
+) -> list[T]:
+    """The first `wanted` of what `read(limit)` finds that `keep` can read back.
+
+    `keep` turns a hit into its record, or reports it (`report_unreadable`) and returns None.
+    `read` is asked again for as many more as were left out, so a point that cannot be read
+    back costs a read neither its other records nor a place in the list.
+    """
+    asked = wanted
+    while True:
+        hits = read(asked)
+        kept = [record for record in map(keep, hits) if record is not None]
+        if len(kept) >= wanted or len(hits) < asked:
+            return kept[:wanted]
+        asked += len(hits) - len(kept)

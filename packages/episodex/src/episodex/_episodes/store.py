@@ -23,6 +23,7 @@ from episodex._common.errors import (
     ValidationError,
 )
 from episodex._common.helpers import both
+from episodex._common.unreadable import read_readable
 from episodex._common.validation import (
     require_id,
     require_int,
@@ -739,15 +740,16 @@ class EpisodeStore:
             flt = flt.and_(Match("conversation_id", require_id("conversation_id", conversation_id)))
         if n == 0:
             return []
-        asked = n
-        while True:
-            hits, _ = self.engine.scroll(
-                self.collection, flt, limit=asked, order_by="timestamp_end"
-            )
-            kept = [h for h in hits if readable(h.id, h.payload)]
-            if len(kept) >= n or len(hits) < asked:
-                return [payload_to_item(h.id, h.payload) for h in kept[:n]]
-            asked += len(hits) - len(kept)  # as many more as were left out
+
+        def newest(limit: int) -> list[Hit]:
+            return self.engine.scroll(self.collection, flt, limit=limit, order_by="timestamp_end")[
+                0
+            ]
+
+        def keep(hit: Hit) -> dict[str, Any] | None:
+            return payload_to_item(hit.id, hit.payload) if readable(hit.id, hit.payload) else None
+
+        return read_readable(n, newest, keep)
 
     def iter_episodes(
         self, *, user_id: str, agent_id: str, conversation_id: str | None = None, page: int = 512

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from episodex._common.errors import EngineError, ValidationError
-from episodex._common.unreadable import readable_time, report_unreadable
+from episodex._common.unreadable import read_readable, readable_time, report_unreadable
 from episodex._common.validation import require_encodable, require_int, require_weight
 from episodex._embedders.base import Embedder, embed_documents, embed_query, require_embedder
 from episodex._engines.base import Engine
@@ -414,22 +414,17 @@ def _readable(
     """Items `offset` to `wanted` of those `read(limit)` finds that can be read back.
 
     An item that cannot be read back (written by another program or an older release) is
-    left out and reported once; `read` is asked again for as many more as were left out, so
-    one such item costs a search neither its other items nor a place in the page.
+    left out and reported once, and the read filled (`read_readable`).
     """
-    asked = wanted
-    while True:
-        hits = read(asked)
-        kept: list[StoredItem] = []
-        for hit in hits:
-            problem = item_problem(hit.payload)
-            if problem is None:
-                kept.append(stored_item(hit.payload, hit.score if scored else None))
-            else:
-                report_unreadable("item", hit.id, problem)
-        if len(kept) >= wanted or len(hits) < asked:
-            return kept[offset:wanted]
-        asked += len(hits) - len(kept)
+
+    def keep(hit: Hit) -> StoredItem | None:
+        problem = item_problem(hit.payload)
+        if problem is None:
+            return stored_item(hit.payload, hit.score if scored else None)
+        report_unreadable("item", hit.id, problem)
+        return None
+
+    return read_readable(wanted, read, keep)[offset:]
 
 
 def _listed(values: object, name: str) -> list[Any]:

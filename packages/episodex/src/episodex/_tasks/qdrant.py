@@ -17,7 +17,7 @@ from episodex._common.errors import (
 )
 from episodex._common.host import EngineHost
 from episodex._common.sync import in_thread
-from episodex._common.unreadable import report_unreadable
+from episodex._common.unreadable import read_readable, report_unreadable
 from episodex._common.validation import require_int, require_weight
 from episodex._embedders.base import Embedder, embed_documents, embed_query
 from episodex._engines.base import Engine
@@ -497,21 +497,17 @@ def _readable(n: int, read: Callable[[int], list[Hit]]) -> list[Episode]:
     """The first `n` episodes `read(limit)` finds that can be read back.
 
     A stored episode that fails validation (written by another program or an older release)
-    is left out and reported once; `read` is asked again for as many more as were left out, so
-    one such episode costs a read neither its other episodes nor a place in the list.
+    is left out and reported once, and the read filled (`read_readable`).
     """
-    asked = n
-    while True:
-        hits = read(asked)
-        kept: list[Episode] = []
-        for hit in hits:
-            try:
-                kept.append(Episode.parse(hit.payload["episode"]))
-            except (ValidationError, KeyError) as exc:
-                report_unreadable("task episode", hit.id, str(exc))
-        if len(kept) >= n or len(hits) < asked:
-            return kept[:n]
-        asked += len(hits) - len(kept)
+
+    def keep(hit: Hit) -> Episode | None:
+        try:
+            return Episode.parse(hit.payload["episode"])
+        except (ValidationError, KeyError) as exc:
+            report_unreadable("task episode", hit.id, str(exc))
+            return None
+
+    return read_readable(n, read, keep)
 
 
 def _tenant_scope(tenant: Tenant) -> Filter:
