@@ -158,13 +158,7 @@ class LessonStore:
         A step that cannot be read back (written by another program or an older release) is
         left out and reported once: one such step must not cost a session its lessons.
         """
-        memories: list[StepMemory] = []
-        for pid, payload in self.scan(flt):
-            try:
-                memories.append(_from_payload(pid, payload))
-            except ValidationError as exc:
-                report_unreadable("step memory", pid, _why(exc))
-        return in_order(memories)
+        return self._read(flt, every=False)
 
     def load_every(self, flt: Filter) -> list[StepMemory]:
         """Every stored step `flt` finds, in order; `EngineError` if one cannot be read back.
@@ -172,16 +166,22 @@ class LessonStore:
         For reads that promise every step (a session's export, a move to another embedder):
         leaving one out there would lose it without a word.
         """
+        return self._read(flt, every=True)
+
+    def _read(self, flt: Filter, *, every: bool) -> list[StepMemory]:
         memories: list[StepMemory] = []
         for pid, payload in self.scan(flt):
             try:
                 memories.append(_from_payload(pid, payload))
             except ValidationError as exc:
-                raise EngineError(
-                    f"step memory {pid} is stored but cannot be read back: {_why(exc)} (written "
-                    "by another program or an older release); store_memories with its id and "
-                    "the step's fields replaces it, forget_session deletes the session's steps"
-                ) from None
+                if every:
+                    raise EngineError(
+                        f"step memory {pid} is stored but cannot be read back: {_why(exc)} "
+                        "(written by another program or an older release); store_memories with "
+                        "its id and the step's fields replaces it, forget_session deletes the "
+                        "session's steps"
+                    ) from None
+                report_unreadable("step memory", pid, _why(exc))
         return in_order(memories)
 
     def count(self, flt: Filter) -> int:
