@@ -94,7 +94,8 @@ class EpisodexStore(BaseStore):
             to close), or an `ItemStore`.
         agent_id: The agent every item belongs to.
         user_id: Fix the user for every namespace instead of reading it from one.
-        user_position: Which namespace label is the user (0: the first).
+        user_position: Which namespace label is the user (0: the first; below 16, the most
+            labels a namespace holds).
         index: Which fields of a value are embedded and indexed: `{"fields": ["text"]}`, with
             LangGraph's path syntax (`"a.b"`, `"list[*].text"`, `"$"` for the whole value,
             the default). The embedder is the memory's, so `embed` is refused and `dims`
@@ -131,6 +132,13 @@ class EpisodexStore(BaseStore):
                 or weight < 0
             ):
                 raise ConfigurationError(f"{label} must be a finite number >= 0, got {weight!r}")
+        if not dense_weight and not bm25_weight:
+            # Every search with a query would be refused: the store would fail in the middle
+            # of a graph run, at the first lookup of a tool or node, not here.
+            raise ConfigurationError(
+                "dense_weight and bm25_weight are both 0: give one a weight > 0 "
+                "(0.3 and 0.7 by default)"
+            )
         if (
             isinstance(user_position, bool)
             or not isinstance(user_position, int)  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -138,6 +146,14 @@ class EpisodexStore(BaseStore):
         ):
             raise ConfigurationError(
                 f"user_position must be an integer >= 0, got {user_position!r}"
+            )
+        depth = ItemStore.max_namespace_depth
+        if user_id is None and user_position >= depth:
+            # A namespace long enough to hold the user there is too long to store, so every
+            # operation would be refused.
+            raise ConfigurationError(
+                f"user_position is {user_position} but a namespace holds at most {depth} "
+                f"labels: give a position below {depth}, or fix the user with user_id="
             )
         self.agent_id = agent_id
         self.user_id = user_id

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from episodex._common.errors import EngineError, ValidationError
 from episodex._common.unreadable import read_readable, readable_time, report_unreadable
@@ -29,6 +29,7 @@ from episodex._engines.plan import CollectionSpec, Filter, Fused, HasId, Hit, Po
 from episodex._engines.sparse import Bm25Encoder, require_bm25
 from episodex._items.filters import namespace_matches, prefix_filter, value_filter
 from episodex._items.model import (
+    MAX_NAMESPACE_DEPTH,
     ItemPut,
     ItemRef,
     StoredItem,
@@ -77,6 +78,9 @@ class ItemStore:
             defaults for a new one). Other settings raise `EmbedderMismatchError`.
         collection: Collection name.
     """
+
+    max_namespace_depth: ClassVar[int] = MAX_NAMESPACE_DEPTH
+    """Most labels a namespace holds; a longer one is refused with `ValidationError`."""
 
     def __init__(
         self,
