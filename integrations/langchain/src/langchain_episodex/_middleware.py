@@ -170,7 +170,8 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
       and `awrap_model_call`); it is never written into the message history;
     - after the agent finishes, the run is recorded as one episode: the run's first user
       message, its final answer and the tools it invoked (summarised by `reflection_model`
-      when one is given).
+      when one is given). A run whose stream the consumer stopped before that step (it broke
+      out of `agent.stream`, closed `astream`) is recorded by the next run of its thread.
 
     Memory never costs the user the answer: a failed recall runs the agent without the block
     and a failed record keeps the episode in a bounded queue (`EpisodeRecorder`) that is
@@ -405,6 +406,9 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
             "conversation_id": scope.conversation_id,
             "user_id": scope.user_id,
             "agent_id": scope.agent_id,
+            # Not yet recorded: `after_agent` closes it. A run the consumer stopped streaming
+            # before that step stays open in the checkpoint, and the next run records it.
+            "open": True,
         }
         return run, _last_text(messages[start:], HumanMessage)
 
@@ -453,18 +457,50 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         if self.recorder is not None:
             self.recorder.note_recall_failure(exc)
 
+    def _unfinished(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The state of the thread's previous run if it ended before it was recorded, else None.
+
+        A consumer that stops reading a stream once it has the answer (breaks out of
+        `agent.stream`, closes `astream`, a client that goes away) ends the run before
+        `after_agent`: its question and answer stay in the checkpointed history, but this run
+        begins after them, so without this no run would record them. Its messages are those
+        from its start to this run's. A run stopped before anything was answered has no
+        messages of its own: its question is in this run, and recorded with it.
+        """
+        previous: Mapping[str, Any] | None = state.get(self._run_key)
+        if not self.record or previous is None or not previous.get("open"):
+            return None
+        messages: list[AnyMessage] = state["messages"]
+        end = _run_start(messages)
+        start = _run_position(messages, previous)
+        if start is None or start >= end:
+            return None
+        return {"messages": messages[:end], self._run_key: previous}
+
     def before_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """Recall the episodes for the run's last user message into the state."""
+        """Recall the episodes for the run's last user message into the state.
+
+        First records the thread's previous run if the consumer stopped it before its end.
+        """
         if self.mode != "episodes":
             return None
+        unfinished = self._unfinished(state)
+        if unfinished is not None:
+            run_sync(self._record(unfinished))
         return self._recall(state["messages"], self._scope(runtime))
 
     async def abefore_agent(
         self, state: AgentState[Any], runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
-        """Recall the episodes for the run's last user message into the state."""
+        """Recall the episodes for the run's last user message into the state.
+
+        First records the thread's previous run if the consumer stopped it before its end.
+        """
         if self.mode != "episodes":
             return None
+        unfinished = self._unfinished(state)
+        if unfinished is not None:
+            await self._record(unfinished)
         return await self._arecall(state["messages"], self._scope(runtime))
 
     # -- every model call: inject --------------------------------------------------------
@@ -573,10 +609,19 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
             )
         await self.recorder.record_many(episodes)
 
+    def _closed(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
+        # The run is recorded (or failed to be, and is the recorder's now): the next run must
+        # not record it again.
+        run: Mapping[str, Any] | None = state.get(self._run_key)
+        if run is None or not run.get("open"):
+            return None
+        return {self._run_key: {**run, "open": False}}
+
     def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Record the finished run as one episode."""
         if self.mode == "episodes" and self.record:
             run_sync(self._record(state))
+            return self._closed(state)
         return None
 
     async def aafter_agent(
@@ -585,6 +630,7 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         """Record the finished run as one episode."""
         if self.mode == "episodes" and self.record:
             await self._record(state)
+            return self._closed(state)
         return None
 
     # -- health --------------------------------------------------------------------------
