@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
 from episodex._common.errors import ConfigurationError, EmbeddingError
+from episodex._common.validation import is_finite, require_int
 from episodex._embedders.base import Matrix, clip_texts
 
 __all__ = ["OpenAICompatibleEmbedder"]
-
-if TYPE_CHECKING:
-    pass
 
 
 class OpenAICompatibleEmbedder:
@@ -28,7 +27,7 @@ class OpenAICompatibleEmbedder:
         model: The embedding model name.
         dimension: The length of the vectors the model returns.
         api_key: Sent as a bearer token when given.
-        timeout: Seconds per HTTP request.
+        timeout: Seconds per HTTP request (above 0), or None for no limit.
         max_retries: Extra attempts for transient failures.
         batch_size: Texts per request.
         model_id: The id recorded in the stores it writes, instead of
@@ -46,7 +45,7 @@ class OpenAICompatibleEmbedder:
         model: str,
         dimension: int,
         api_key: str | None = None,
-        timeout: float = 30.0,
+        timeout: float | None = 30.0,
         max_retries: int = 3,
         batch_size: int = 128,
         model_id: str | None = None,
@@ -57,8 +56,26 @@ class OpenAICompatibleEmbedder:
             raise ImportError(
                 'OpenAICompatibleEmbedder needs httpx: pip install "episodex[openai]"'
             ) from exc
-        if dimension <= 0:
-            raise ConfigurationError(f"dimension must be positive, got {dimension}")
+        # Settings no request can run with are refused here, not at the first embedding.
+        for name, value in (("base_url", base_url), ("model", model)):
+            if not isinstance(value, str) or not value.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise ConfigurationError(f"{name} must be a non-empty string, got {value!r}")
+        if not base_url.strip().lower().startswith(("http://", "https://")):
+            raise ConfigurationError(
+                f"base_url must start with http:// or https://, got {base_url!r}"
+            )
+        require_int("dimension", dimension, minimum=1, error=ConfigurationError)
+        require_int("batch_size", batch_size, minimum=1, error=ConfigurationError)
+        require_int("max_retries", max_retries, minimum=0, error=ConfigurationError)
+        if timeout is not None and (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, int | float)  # pyright: ignore[reportUnnecessaryIsInstance]
+            or not is_finite(timeout)
+            or timeout <= 0
+        ):
+            raise ConfigurationError(
+                f"timeout must be a number of seconds above 0, or None, got {timeout!r}"
+            )
         if model_id is not None and (not isinstance(model_id, str) or not model_id.strip()):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigurationError(
                 f"model_id must be None or a non-empty string, got {model_id!r}"
@@ -93,16 +110,11 @@ class OpenAICompatibleEmbedder:
             except httpx.TransportError as exc:
                 if attempt == self._retries:
                     raise EmbeddingError(f"embedding API unreachable: {exc}") from exc
+            except httpx.HTTPError as exc:  # too many redirects, an undecodable body
+                raise EmbeddingError(f"embedding API request failed: {exc}") from exc
             else:
                 if resp.status_code == 200:
-                    data = sorted(resp.json()["data"], key=lambda d: d["index"])
-                    out = np.asarray([d["embedding"] for d in data], dtype=np.float32)
-                    if out.shape != (len(texts), self._dim):
-                        raise EmbeddingError(
-                            f"embedding API returned shape {out.shape}, expected "
-                            f"({len(texts)}, {self._dim}): check `dimension`"
-                        )
-                    return out
+                    return self._vectors(resp.content, len(texts))
                 transient = resp.status_code == 429 or resp.status_code >= 500
                 if not transient or attempt == self._retries:
                     raise EmbeddingError(
@@ -111,6 +123,42 @@ class OpenAICompatibleEmbedder:
             time.sleep(delay)
             delay *= 2
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _vectors(self, body: bytes, count: int) -> Matrix:
+        """The `count` vectors of a 200 answer, each at its text's place, or `EmbeddingError`.
+
+        A proxy's error page, a body cut short or an answer of another shape is an embedding
+        failure, not a raw parse error; so is an answer whose `index` fields repeat one text
+        and leave out another, which has the right shape but would store vectors under the
+        wrong texts. A server that gives no `index` at all answers in the order asked.
+        """
+        try:
+            data = json.loads(body)["data"]
+            if not isinstance(data, list):
+                raise TypeError("`data` is not a list")
+            items: list[dict[str, Any]] = [dict(d) for d in data]  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
+            indexed = ["index" in d for d in items]
+            if all(indexed):
+                places = [d["index"] for d in items]
+                if any(isinstance(p, bool) or not isinstance(p, int) for p in places):
+                    raise TypeError("an `index` is not an integer")
+                if sorted(places) != list(range(len(items))):
+                    raise ValueError(f"the `index` fields are {sorted(places)[:10]}")
+                items.sort(key=lambda d: d["index"])
+            elif any(indexed):
+                raise ValueError("some items have an `index` and some do not")
+            out = np.asarray([d["embedding"] for d in items], dtype=np.float32)
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise EmbeddingError(
+                f"embedding API answered 200 with something other than {count} embeddings "
+                f"({type(exc).__name__}: {str(exc)[:200]}); body starts {body[:80]!r}"
+            ) from None
+        if out.shape != (count, self._dim):
+            raise EmbeddingError(
+                f"embedding API returned shape {out.shape}, expected "
+                f"({count}, {self._dim}): check `dimension`"
+            )
+        return out
 
     def embed_documents(self, texts: Sequence[str]) -> Matrix:
         """Embed texts for storage, `batch_size` per request."""
