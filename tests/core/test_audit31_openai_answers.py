@@ -19,8 +19,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
-from episodex import ConfigurationError, EmbeddingError, EpisodicMemory, OpenAICompatibleEmbedder
+from episodex import (
+    ConfigurationError,
+    EmbeddingError,
+    EpisodicMemory,
+    OpenAICompatibleEmbedder,
+    VectorCacheEmbedder,
+)
+from episodex.testing import HashEmbedder
 
 DIM = 4
 
@@ -180,3 +188,16 @@ def test_settings_no_request_can_run_with_are_refused(setting: str, value: objec
     kwargs[setting] = value
     with pytest.raises(ConfigurationError, match=setting):
         OpenAICompatibleEmbedder(**kwargs)
+
+
+@pytest.mark.parametrize(
+    "vector",
+    [np.ones(5, dtype=np.float32), np.full(DIM, np.nan), np.array(["a"] * DIM), [[1.0] * DIM]],
+    ids=["other length", "nan", "strings", "a matrix"],
+)
+def test_a_vector_cache_refuses_a_table_vector_no_store_could_take(vector: object) -> None:
+    inner = HashEmbedder(dimension=DIM)
+    with pytest.raises(ConfigurationError, match="'bad text'"):
+        VectorCacheEmbedder(inner, {"good text": np.ones(DIM), "bad text": vector})  # pyright: ignore[reportArgumentType]
+    cache = VectorCacheEmbedder(inner, {"good text": np.ones(DIM, dtype=np.float32)})
+    assert cache.embed_documents(["good text"]).tolist() == [[1.0] * DIM]

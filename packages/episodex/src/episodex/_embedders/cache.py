@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from episodex._common.errors import ConfigurationError
 from episodex._embedders.base import Embedder, Matrix
 
 __all__ = ["VectorCacheEmbedder"]
-
-if TYPE_CHECKING:
-    pass
 
 
 class VectorCacheEmbedder:
@@ -24,12 +21,26 @@ class VectorCacheEmbedder:
 
     Args:
         inner: The embedder that made the table and embeds unseen texts.
-        table: Text to vector.
+        table: Text to vector. Each vector is checked here: one of another length, or with a
+            NaN or infinity, is a `ConfigurationError` naming its text, not a failure of
+            whichever write first meets that text.
     """
 
     def __init__(self, inner: Embedder, table: Mapping[str, Matrix]) -> None:
         self._inner = inner
-        self._table = dict(table)
+        dim = inner.dimension
+        self._table: dict[str, Matrix] = {}
+        for text, vector in dict(table).items():
+            try:
+                row = np.asarray(vector, dtype=np.float32)
+            except (TypeError, ValueError):
+                row = None
+            if row is None or row.shape != (dim,) or not bool(np.isfinite(row).all()):
+                raise ConfigurationError(
+                    f"the table's vector for {text[:60]!r} is not {dim} finite numbers "
+                    f"({inner.model_id} vectors are {dim} long)"
+                )
+            self._table[text] = row
         self.hits = 0
         self.misses = 0
 
