@@ -164,10 +164,10 @@ def test_control_characters_do_not_forge_structure() -> None:
         "previous_conversations": [_item("p1", nasty, nasty, "c\x00", [nasty], 0.5)],
     }
     block = format_recall(result)
-    cleaned = re.sub(r"[\x00-\x08\x0b\x0c\x0e-\x1f]", "", block)
-    root = _parse_recall_block(cleaned)
+    # Each one is shown as U+FFFD, so the block itself is well-formed XML.
+    root = _parse_recall_block(block)
     assert len(root.findall(".//episode")) == 1
-    assert root.findtext(".//summary") == re.sub(r"[\x00-\x08\x0b\x0c\x0e-\x1f]", "", nasty)
+    assert root.findtext(".//summary") == re.sub(r"[\x00-\x08\x0b\x0c\x0e-\x1f]", "\ufffd", nasty)
 
 
 async def test_hostile_text_stored_and_recalled_stays_inside_its_element(

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import overload
+from xml.sax.saxutils import escape, quoteattr
 
-__all__ = ["bad_lines_summary", "clip", "mended", "without_bom"]
+__all__ = ["bad_lines_summary", "clip", "mended", "without_bom", "xml_attribute", "xml_text"]
+
+# What XML 1.0 cannot hold at all, not even as a character reference: the C0 controls but
+# tab, newline and carriage return, and U+FFFE, U+FFFF. (Lone surrogates are never stored.)
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
 
 @overload
@@ -49,3 +55,19 @@ def mended(text: str) -> str:
     it rather than lose the turn; two halves of one character come back as that character.
     """
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def xml_text(text: str) -> str:
+    """`text` as the content of an XML element that a parser reads back as `text`.
+
+    `&`, `<` and `>` are escaped and a carriage return is written `&#13;` (a parser reads a
+    raw one as a newline). A character XML 1.0 cannot hold (a NUL, terminal escapes, a form
+    feed) would make the whole block ill-formed, so it is shown as U+FFFD, as a lone
+    surrogate is; every other character is kept exactly.
+    """
+    return _NOT_XML.sub("\ufffd", escape(text, {"\r": "&#13;"}))
+
+
+def xml_attribute(text: str) -> str:
+    """`text` as a quoted XML attribute value, read back as `text` (see `xml_text`)."""
+    return _NOT_XML.sub("\ufffd", quoteattr(text))

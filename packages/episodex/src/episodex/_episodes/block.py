@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
-from xml.sax.saxutils import escape, quoteattr
 
 from episodex._common.budget import drop_until_fits, longest_fitting_prefix, require_budget
+from episodex._common.text import xml_attribute, xml_text
 from episodex._common.tokens import DEFAULT_ENCODING, TokenCounter, token_counter
 
 __all__ = ["format_recall"]
@@ -26,7 +26,7 @@ def _when(value: Any) -> str:
 
 def _episode_xml(item: Mapping[str, Any], long_text: str | None = None) -> str:
     attrs = " ".join(
-        f"{name}={quoteattr(str(value))}"
+        f"{name}={xml_attribute(str(value))}"
         for name, value in (
             ("id", item.get("point_id", "")),
             ("conversation", item.get("conversation_id", "")),
@@ -37,13 +37,13 @@ def _episode_xml(item: Mapping[str, Any], long_text: str | None = None) -> str:
     long = item.get("long_summary_text", "") if long_text is None else long_text
     parts = [
         f"<episode {attrs}>",
-        f"<summary>{escape(str(item.get('short_summary_text', '')))}</summary>",
+        f"<summary>{xml_text(str(item.get('short_summary_text', '')))}</summary>",
     ]
     if long:
-        parts.append(f"<details>{escape(str(long))}</details>")
+        parts.append(f"<details>{xml_text(str(long))}</details>")
     tools = item.get("tools_invoked") or []
     if tools:
-        parts.append(f"<tools>{escape(', '.join(map(str, tools)))}</tools>")
+        parts.append(f"<tools>{xml_text(', '.join(map(str, tools)))}</tools>")
     parts.append("</episode>")
     return "\n".join(parts)
 
@@ -52,7 +52,7 @@ def _render(sections: Sequence[tuple[str, str, list[str]]]) -> str:
     lines = ["<recalled_episodes>"]
     for tag, title, episodes in sections:
         if episodes:
-            lines.append(f"<{tag} title={quoteattr(title)}>")
+            lines.append(f"<{tag} title={xml_attribute(title)}>")
             lines.extend(episodes)
             lines.append(f"</{tag}>")
     lines.append("</recalled_episodes>")

@@ -15,12 +15,12 @@ import uuid
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any, Literal, Self
-from xml.sax.saxutils import escape
 
 from pydantic import Field, StrictStr, field_validator, model_validator
 
 from episodex._common.errors import ValidationError
 from episodex._common.model import Id, JsonObject, NonBlankText, TypedConstruction, UtcDatetime
+from episodex._common.text import xml_text
 
 __all__ = [
     "DEFAULT_FIELDS",
@@ -277,6 +277,6 @@ def resolve_fields(include: Iterable[str] | None) -> tuple[EpisodeField, ...]:
 def render_xml(pairs: Iterable[tuple[str, str]], *, indent: str = "") -> str:
     """An `<episode>` element from validated `(name, text)` pairs; every text is escaped."""
     lines = [f"{indent}<episode>"]
-    lines.extend(f"{indent}  <{name}>{escape(text)}</{name}>" for name, text in pairs)
+    lines.extend(f"{indent}  <{name}>{xml_text(text)}</{name}>" for name, text in pairs)
     lines.append(f"{indent}</episode>")
     return "\n".join(lines)
