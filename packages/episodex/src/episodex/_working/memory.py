@@ -270,6 +270,7 @@ def _tags(tags: object) -> frozenset[MemKey]:
 def _weights(tags: object) -> dict[MemKey, float]:
     if isinstance(tags, Mapping):
         weights: dict[MemKey, float] = {}
+        spelled: dict[MemKey, object] = {}
         for tag, weight in tags.items():  # pyright: ignore[reportUnknownVariableType]
             if (
                 isinstance(weight, bool)
@@ -279,7 +280,16 @@ def _weights(tags: object) -> dict[MemKey, float]:
                 raise ValidationError(
                     f"the weight of tag {tag!r} must be a finite number, got {weight!r}"
                 )
-            weights[MemKey(tag)] = float(weight)  # pyright: ignore[reportUnknownArgumentType]
+            key = MemKey(tag)  # pyright: ignore[reportUnknownArgumentType]
+            if key in spelled:
+                # Two spellings of one tag ("observation", "_text_obs"): the later weight
+                # would silently replace the earlier, by the order the mapping was written in.
+                raise ValidationError(
+                    f"tags {spelled[key]!r} and {tag!r} are the same tag (MemKey.{key.name}); "
+                    "give its weight once"
+                )
+            spelled[key] = tag
+            weights[key] = float(weight)  # pyright: ignore[reportUnknownArgumentType]
         if not weights:
             raise ValidationError("give at least one tag")
         return weights
