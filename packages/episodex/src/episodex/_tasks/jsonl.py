@@ -41,6 +41,7 @@ from episodex._tasks.store import (
     describe_store,
     embedded_text_arg,
     episode_arg,
+    episode_point_id,
     id_arg,
     known_options,
     logger,
@@ -79,6 +80,8 @@ class _Entry:
     seq: int
     text: str | None
     terms: dict[int, float] = field(default_factory=dict[int, float])
+    recency: tuple[float, str] = (0.0, "")
+    """Where it stands in `read_recent`: its end time as the engines hold it, its point id."""
 
 
 class JSONLTaskStore(BaseMemoryStore):
@@ -372,7 +375,8 @@ class JSONLTaskStore(BaseMemoryStore):
             terms = self._terms(episode, text)
         self._remove(episode.id_)
         self._seq += 1
-        self._entries[episode.id_] = _Entry(episode, self._seq, text, terms)
+        recency = (episode.completed_at.timestamp(), episode_point_id(episode.id_, self.tenant))
+        self._entries[episode.id_] = _Entry(episode, self._seq, text, terms, recency)
         self._df.update(terms.keys())
 
     # -- the store methods, synchronous --------------------------------------------------
@@ -411,9 +415,10 @@ class JSONLTaskStore(BaseMemoryStore):
             self._remove(id_)
 
     def _ordered(self) -> list[_Entry]:
-        return sorted(
-            self._entries.values(), key=lambda e: (e.episode.completed_at, e.seq), reverse=True
-        )
+        # Newest first, in the one order of every task store: by the end time as the engines
+        # hold it (a float, so times a float cannot tell apart are a tie there too), then by
+        # point id. Ties by write order would recall other episodes here than from Qdrant.
+        return sorted(self._entries.values(), key=lambda e: e.recency, reverse=True)
 
     def _search(
         self, query: str, k: int, flt: Mapping[str, Any], threshold: float | None
@@ -459,7 +464,7 @@ class JSONLTaskStore(BaseMemoryStore):
         await in_thread(self._write, episode, text)
 
     async def read_recent(self, n: int, *, filter: MetadataFilter | None = None) -> list[Episode]:
-        """The `n` episodes completed last, newest first (ties: the later written first).
+        """The `n` episodes completed last, newest first (ties: by point id, as on every store).
 
         Args:
             n: How many episodes at most.
