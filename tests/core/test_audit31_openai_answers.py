@@ -1,4 +1,6 @@
-"""An OpenAI-compatible endpoint that answers 200 with something that is not the embeddings asked for.
+"""Embedders given what they cannot use, first an endpoint answering 200 with something else.
+
+An OpenAI-compatible endpoint answered 200 with something that is not the embeddings asked for.
 
 A proxy's HTML error page, a body cut short, `data` missing, vectors of different lengths or
 of strings raised raw `JSONDecodeError`, `KeyError`, `TypeError` or `ValueError` out of the
@@ -25,6 +27,7 @@ from episodex import (
     ConfigurationError,
     EmbeddingError,
     EpisodicMemory,
+    FastEmbedEmbedder,
     OpenAICompatibleEmbedder,
     VectorCacheEmbedder,
 )
@@ -201,3 +204,15 @@ def test_a_vector_cache_refuses_a_table_vector_no_store_could_take(vector: objec
         VectorCacheEmbedder(inner, {"good text": np.ones(DIM), "bad text": vector})  # pyright: ignore[reportArgumentType]
     cache = VectorCacheEmbedder(inner, {"good text": np.ones(DIM, dtype=np.float32)})
     assert cache.embed_documents(["good text"]).tolist() == [[1.0] * DIM]
+
+
+@pytest.mark.parametrize("batch_size", [0, -1, 2.5, True])
+def test_a_fastembed_batch_size_no_run_can_use_is_refused(batch_size: object) -> None:
+    with pytest.raises(ConfigurationError, match="batch_size"):
+        FastEmbedEmbedder("BAAI/bge-small-en-v1.5", batch_size=batch_size)  # pyright: ignore[reportArgumentType]
+
+
+def test_every_embedder_embeds_no_texts_as_no_rows_of_its_length() -> None:
+    # Nothing is loaded for no texts, so the fastembed model is never downloaded here.
+    for emb in (FastEmbedEmbedder("BAAI/bge-small-en-v1.5"), HashEmbedder(dimension=DIM)):
+        assert emb.embed_documents([]).shape == (0, emb.dimension)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from episodex._common.errors import ConfigurationError, EmbeddingError
+from episodex._common.validation import require_int
 from episodex._embedders.base import Matrix, clip_texts
 
 if TYPE_CHECKING:
@@ -41,9 +42,9 @@ class _FastEmbedModel:
                         raise EmbeddingError(f"could not load the embedding model: {exc}") from exc
         return self._model
 
-    def documents(self, texts: Sequence[str], batch_size: int) -> Matrix:
+    def documents(self, texts: Sequence[str], batch_size: int, dimension: int) -> Matrix:
         if not texts:
-            return np.zeros((0, 0), dtype=np.float32)
+            return np.zeros((0, dimension), dtype=np.float32)
         model = self.get()
         try:
             rows = list(model.embed(clip_texts(texts), batch_size=batch_size))
@@ -74,6 +75,8 @@ class FastEmbedEmbedder:
     def __init__(self, model_name: str, *, batch_size: int = 64, **kwargs: Any) -> None:
         from fastembed import TextEmbedding
 
+        # Refused here, not by fastembed at the first write as an `EmbeddingError`.
+        require_int("batch_size", batch_size, minimum=1, error=ConfigurationError)
         models = {m["model"]: m for m in TextEmbedding.list_supported_models()}
         if model_name not in models:
             raise ConfigurationError(
@@ -97,7 +100,7 @@ class FastEmbedEmbedder:
 
     def embed_documents(self, texts: Sequence[str]) -> Matrix:
         """Embed texts for storage."""
-        return self._model.documents(texts, self._batch_size)
+        return self._model.documents(texts, self._batch_size, self._dim)
 
     def embed_query(self, text: str) -> Matrix:
         """Embed a query."""
