@@ -72,16 +72,25 @@ INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
 def read_json(text: str | bytes) -> Any:
-    """`json.loads` for outside input: too deep a document is a `JSONDecodeError` too.
+    """`json.loads` for outside input: what it cannot read is always a `JSONDecodeError`.
 
     Python's parser recurses per level, so a line of 3,000 nested brackets would raise a raw
-    `RecursionError` from any import.
+    `RecursionError` from any import; and a number of more digits than Python turns into an
+    int (`sys.get_int_max_str_digits`, 4,300) a plain `ValueError`, which an import did not
+    take for a bad line.
     """
     try:
         return json.loads(text)
-    except RecursionError:
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise  # bytes that are not UTF-8 stay a UnicodeDecodeError: callers name them so
+    except (RecursionError, ValueError) as exc:
         doc = text if isinstance(text, str) else text.decode("utf-8", "replace")
-        raise json.JSONDecodeError("nested too deeply to read", doc[:100], 0) from None
+        why = (
+            "nested too deeply to read"
+            if isinstance(exc, RecursionError)
+            else "a number has too many digits to read"
+        )
+        raise json.JSONDecodeError(why, doc[:100], 0) from None
 
 
 def is_finite(value: float) -> bool:

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from episodex._common.errors import ValidationError
+from episodex._common.validation import read_json
 from episodex._lessons.model import StepMemory
 
 __all__ = ["from_camel", "is_camel_record"]
@@ -71,7 +72,7 @@ def _env(name: str, value: object) -> object:
     if isinstance(value, str):
         # The original kept states as JSON text in some exports.
         try:
-            value = json.loads(value)
+            value = read_json(value)
         except json.JSONDecodeError:
             return {"url": value}
     if isinstance(value, Mapping):
