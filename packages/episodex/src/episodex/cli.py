@@ -361,8 +361,7 @@ def _episode_fields(args: argparse.Namespace) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if v is not None}
 
 
-async def _import(args: argparse.Namespace, mem: EpisodicMemory) -> None:
-    data = _read_bytes(args.file)
+async def _import(args: argparse.Namespace, mem: EpisodicMemory, data: bytes) -> None:
     total = sum(1 for line in data.split(b"\n") if line.strip())
     with _progress(args, total, "importing") as bar:
 
@@ -498,17 +497,28 @@ async def _command(args: argparse.Namespace) -> int:
         from episodex._demo import run_demo
 
         return await run_demo(args.keep, out=sys.stdout)
+    from episodex._episodes.model import ConversationEpisode
+
+    # The input is read and checked before the store is opened: opening creates a store at
+    # a new path, and a command that fails on its input must not leave one behind.
+    episode = (
+        ConversationEpisode.parse(_episode_fields(args), where="episode 0: ")
+        if args.command == "add"
+        else None
+    )
+    data = _read_bytes(args.file) if args.command == "import" else b""
     mem = _open(args)
     try:
-        if args.command == "add":
-            (point_id,) = await mem.memorize_many([_episode_fields(args)])
+        if episode is not None:
+            (point_id,) = await mem.memorize_many([episode])
             _write(_dump({"point_id": point_id}) if args.json else point_id)
+        elif args.command == "import":
+            await _import(args, mem, data)
         elif args.command == "stats":
             stats = await mem.stats(user_id=args.user, agent_id=args.agent)
             _write(_dump(stats) if args.json else "\n".join(stats_table(stats)))
         else:
             handlers: dict[str, Callable[[argparse.Namespace, EpisodicMemory], Any]] = {
-                "import": _import,
                 "recall": _recall,
                 "export": _export,
                 "forget": _forget,
