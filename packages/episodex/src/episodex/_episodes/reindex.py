@@ -27,6 +27,7 @@ from episodex._engines.base import STAGING_DIGITS, STAGING_MARK, ReindexableEngi
 from episodex._engines.locks import count_switch
 from episodex._engines.plan import Filter, HasId, Hit, Point
 from episodex._episodes.model import payload_problem, stored_texts
+from episodex._episodes.pending import PENDING
 
 if TYPE_CHECKING:
     from episodex._episodes.store import EpisodeStore
@@ -117,7 +118,9 @@ def _copy(target: EpisodeStore, hits: Sequence[Hit]) -> None:
         return
     for h in hits:
         problem = payload_problem(h.payload)
-        if problem is not None:
+        # A killed call's record is carried over too: the store the re-index opens takes the
+        # call back (`pending`).
+        if problem is not None and h.payload.get(PENDING) is not True:
             # Carried over all the same (`stored_texts`): dropping it would lose it, refusing
             # would leave the whole store on the old model for one point.
             report_unreadable("episode", h.id, problem, done="a re-index carries it over as stored")

@@ -56,8 +56,8 @@ from episodex._engines.plan import (
     Stream,
 )
 from episodex._engines.sparse import Bm25Encoder, require_bm25
+from episodex._episodes import pending, transfer
 from episodex._episodes import stats as stats_
-from episodex._episodes import transfer
 from episodex._episodes.model import (
     SPEAKER_KEYS,
     ConversationEpisode,
@@ -65,7 +65,6 @@ from episodex._episodes.model import (
     payload_to_item,
     query_speaker_terms,
     readable,
-    stored_texts,
 )
 from episodex._episodes.options import INT_MINIMUMS, RecallOptions, check_recall_options
 from episodex._episodes.periods import named_period, period_filter
@@ -202,6 +201,16 @@ class EpisodeStore:
         )
         self._cheap_generation = getattr(engine, "kind", None) in ("edge", "memory")
         self._switches = switch_count(engine, collection)
+        #: Whether a call of several engine writes records them (see `pending`).
+        self._recorded = pending.records_writes(engine)
+        if self._recorded and self.mismatch is None:
+            # A call killed between its writes: take it back before anything reads or writes.
+            # (Awaiting a re-index, its replaced episodes cannot be embedded: the re-index
+            # carries the records over, and the store it opens takes the call back.)
+            with self._write_lock:
+                left = pending.find(engine, collection)
+                if left is not None:
+                    pending.take_back(engine, collection, left, self.vectors)
 
     @property
     def write_lock(self) -> threading.RLock:
@@ -364,13 +373,16 @@ class EpisodeStore:
                 if foreign:
                     position, why = min(foreign.items())
                     raise ValidationError(f"episode {position}: {why}")
-            # One engine write is atomic; several are made so by taking back the earlier ones.
-            several = len(parsed) > batch_size
-            replaced = self._stored(parsed) if explicit and several else {}
+            # One engine write is atomic; several are made so by taking back the earlier ones,
+            # and each carries a record of itself for a process killed before it could.
+            writes = -(-len(parsed) // batch_size)
+            replaced = self._stored(parsed) if explicit and writes > 1 else {}
+            recorded = self._recorded and writes > 1
+            write_id = str(uuid.uuid4())
             ids: list[str] = []
             now = time.time()
             try:
-                for start in range(0, len(parsed), batch_size):
+                for n, start in enumerate(range(0, len(parsed), batch_size)):
                     points = [
                         self._point(ep, vec, now)
                         for ep, vec in zip(
@@ -379,11 +391,16 @@ class EpisodeStore:
                             strict=True,
                         )
                     ]
+                    written = [p.id for p in points]
+                    if recorded:
+                        points.append(pending.record(write_id, n, writes, now, points, replaced))
                     self.engine.upsert(self.collection, points)
-                    ids.extend(p.id for p in points)
+                    ids.extend(written)
+                if recorded:
+                    pending.clear(self.engine, self.collection, writes)
             except BaseException as exc:
                 if ids:
-                    self._take_back(ids, replaced, exc)
+                    self._take_back(ids, replaced, exc, records=writes if recorded else 0)
                 raise
         return ids
 
@@ -400,9 +417,18 @@ class EpisodeStore:
         return found
 
     def _take_back(
-        self, ids: Sequence[str], replaced: Mapping[str, Hit], exc: BaseException
+        self,
+        ids: Sequence[str],
+        replaced: Mapping[str, Hit],
+        exc: BaseException,
+        *,
+        records: int = 0,
     ) -> None:
-        """Undo the writes of a failed `memorize_many`: delete its new points, restore the rest."""
+        """Undo the writes of a failed `memorize_many`: delete its new points, restore the rest.
+
+        `records` is how many records of the call (`pending`) to delete afterwards: none are
+        left for the next open to take back again.
+        """
         unique = list(dict.fromkeys(ids))
         new = [i for i in unique if i not in replaced]
         old = [replaced[i] for i in unique if i in replaced]
@@ -412,23 +438,17 @@ class EpisodeStore:
                 self.engine.delete(self.collection, Filter(must=(HasId(chunk),)))
             # A replaced episode gets its stored payload back, with vectors made again from
             # its stored texts by this store's models (what a re-index does).
-            for start in range(0, len(old), 256):
-                hits = old[start : start + 256]
-                vectors = self.vectors([stored_texts(h.payload) for h in hits])
-                self.engine.upsert(
-                    self.collection,
-                    [
-                        Point(id=h.id, dense=dense, sparse=sparse, payload=h.payload)
-                        for h, (dense, sparse) in zip(hits, vectors, strict=True)
-                    ],
-                )
+            pending.restore(self.engine, self.collection, old, self.vectors)
+            if records:
+                pending.clear(self.engine, self.collection, records)
         except Exception as undo:
             shown = ", ".join(unique[:5]) + (
                 f" and {len(unique) - 5} more" if len(unique) > 5 else ""
             )
+            later = " (until the store is opened again, which takes them back)" if records else ""
             raise EngineError(
                 f"memorize_many failed ({exc}) after writing {len(unique)} of its episodes, and "
-                f"taking them back failed too ({undo}); they are stored: {shown}. Calling "
+                f"taking them back failed too ({undo}); they are stored{later}: {shown}. Calling "
                 "memorize_many again with the same point_ids replaces them"
             ) from exc
 
