@@ -61,7 +61,9 @@ def stats(self: EpisodeStore, *, user_id: str, agent_id: str, top: int = 5) -> d
         "agent_id": agent_id,
         "episodes": len(rows),
         "conversations": len({r["conversation_id"] for r in rows}),
-        "first_episode_at": datetime.fromtimestamp(rows[0]["timestamp_begin"], UTC)
+        # The earliest begin of any episode: the one that ended first may have begun later
+        # than a long one around it.
+        "first_episode_at": datetime.fromtimestamp(min(r["timestamp_begin"] for r in rows), UTC)
         if rows
         else None,
         "last_episode_at": datetime.fromtimestamp(rows[-1]["timestamp_end"], UTC) if rows else None,
