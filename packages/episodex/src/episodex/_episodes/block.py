@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from episodex._common.budget import drop_until_fits, longest_fitting_prefix, require_budget
@@ -19,8 +19,14 @@ _SECTIONS = (
 
 
 def _when(value: Any) -> str:
+    """A time as the model reads it, marked UTC (stored times are; a naive one is taken so)."""
     if isinstance(value, datetime):
-        return value.strftime("%Y-%m-%d %H:%M")
+        if value.utcoffset():
+            try:
+                value = value.astimezone(UTC)
+            except OverflowError:  # next to year 1 or 9999: shown with its own offset
+                return value.isoformat(sep=" ", timespec="minutes")
+        return value.strftime("%Y-%m-%d %H:%M") + " UTC"
     return str(value) if value is not None else ""
 
 
@@ -69,7 +75,8 @@ def format_recall(
 
     Stored text is XML-escaped, so a summary can never close or forge the block. With
     `max_tokens`, the lowest-scored episodes are dropped whole until the block fits, then the
-    last one's details are shortened; an element is never cut in half. Returns `""` when there
+    last one's details are shortened, marked `...` (to `...` alone if no word fits); an
+    element is never cut in half. Times are shown in UTC, marked so. Returns `""` when there
     is nothing to say (no empty block).
 
     Args:
@@ -120,5 +127,7 @@ def format_recall(
     )
     if found is not None and found[0] >= 1:
         return found[1]
-    minimal = build(kept, "")
+    # Not one word fits: the details are shown cut to nothing, never left out as if there
+    # were none (`_episode_xml` leaves out only an empty long summary).
+    minimal = build(kept, "..." if words else "")
     return minimal if fits(minimal) else ""
