@@ -378,15 +378,28 @@ async def _import(args: argparse.Namespace, mem: EpisodicMemory, data: bytes) ->
         try:
             report = await _outlive_interrupt(job)
         except ImportFileError as exc:
-            # The core's advice names its keyword; a CLI user needs the flag.
-            message = str(exc).replace("pass errors='skip'", "rerun with --skip-errors")
-            raise ImportFileError(message, exc.errors) from None
+            raise _cli_advice(exc) from None
     if args.json:
         _write(_dump({"imported": len(report.imported), "skipped": report.skipped}))
         return
     _write(f"imported {len(report.imported)} episode(s)")
     for line, why in report.skipped:
         sys.stderr.write(f"skipped line {line}: {why}\n")
+
+
+def _check_import(data: bytes) -> None:
+    """A strict import's bad lines, found before the store is opened (and so made)."""
+    from episodex._episodes.transfer import bad_file_error, read_records
+
+    _, _, report = read_records(io.BytesIO(data))
+    if report.skipped:
+        raise _cli_advice(bad_file_error(report.skipped))
+
+
+def _cli_advice(exc: ImportFileError) -> ImportFileError:
+    # The core's advice names its keyword; a CLI user needs the flag.
+    message = str(exc).replace("pass errors='skip'", "rerun with --skip-errors")
+    return ImportFileError(message, exc.errors)
 
 
 async def _outlive_interrupt(job: asyncio.Future[ImportReport]) -> ImportReport:
@@ -507,6 +520,8 @@ async def _command(args: argparse.Namespace) -> int:
         else None
     )
     data = _read_bytes(args.file) if args.command == "import" else b""
+    if args.command == "import" and not args.skip_errors:
+        _check_import(data)
     mem = _open(args)
     try:
         if episode is not None:

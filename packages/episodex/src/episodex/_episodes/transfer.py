@@ -26,7 +26,14 @@ from episodex._episodes.model import ConversationEpisode, missing_default, paylo
 if TYPE_CHECKING:
     from episodex._episodes.store import EpisodeStore
 
-__all__ = ["ImportReport", "episode_record", "export", "import_"]
+__all__ = [
+    "ImportReport",
+    "bad_file_error",
+    "episode_record",
+    "export",
+    "import_",
+    "read_records",
+]
 
 
 @dataclass
@@ -76,37 +83,28 @@ def export(
     return _write_jsonl(destination, hits, ascii_only=ascii_only)
 
 
-def import_(
-    self: EpisodeStore,
+def bad_file_error(skipped: list[tuple[int, str]]) -> ImportFileError:
+    """The error of a strict import that found bad lines: nothing is imported."""
+    return ImportFileError(
+        f"{len(skipped)} bad line(s), nothing imported: {bad_lines_summary(skipped)}; fix them "
+        "or pass errors='skip' to import the valid lines",
+        skipped,
+    )
+
+
+def read_records(
     source: str | Path | IO[str] | IO[bytes],
     *,
-    errors: Literal["strict", "skip"] = "strict",
     user_id: str | None = None,
     agent_id: str | None = None,
-    on_progress: Callable[[int], object] | None = None,
-) -> ImportReport:
-    """Import a JSONL export (a byte order mark before the first line is skipped).
+) -> tuple[list[ConversationEpisode], list[int], ImportReport]:
+    """The episodes of a JSONL export, read and checked without a store.
 
-    Args:
-        self: The store to import into.
-        source: A path, or an open file (text, or bytes: a line that is not UTF-8 is then a
-            bad line like any other).
-        errors: `strict` imports nothing if any line is bad and raises `ImportFileError`
-            listing every bad line; `skip` imports the valid lines and reports the others.
-        user_id: If given, every record must belong to this user.
-        agent_id: If given, every record must belong to this agent.
-        on_progress: Called with the number of episodes embedded so far, after each batch of
-            256; the writes come after the last one and are all or nothing (a failure takes
-            back what was written and raises).
+    Returns the valid episodes, the line number of each, and a report whose `skipped` lists
+    every bad line (`import_` adds the lines naming an id another tenant owns, which takes a
+    store to find). `episodex import` reads the file with this before it opens, so a file with
+    a bad line leaves no new store behind.
     """
-    if errors not in ("strict", "skip"):
-        raise ValidationError(f"errors must be 'strict' or 'skip', got {errors!r}")
-    require_callback("on_progress", on_progress)
-    # Checked as ids: a wrong one would only turn every line into a bad line.
-    if user_id is not None:
-        require_id("user_id", user_id)
-    if agent_id is not None:
-        require_id("agent_id", agent_id)
     if not isinstance(source, str | Path) and not callable(getattr(source, "read", None)):
         raise ValidationError(f"import_ reads a path or an open file, got {type(source).__name__}")
     # Records end at "\n" only: str.splitlines() would also cut at U+2028 or U+0085,
@@ -171,6 +169,41 @@ def import_(
                 continue
         valid.append(episode)
         numbers.append(number)
+    return valid, numbers, report
+
+
+def import_(
+    self: EpisodeStore,
+    source: str | Path | IO[str] | IO[bytes],
+    *,
+    errors: Literal["strict", "skip"] = "strict",
+    user_id: str | None = None,
+    agent_id: str | None = None,
+    on_progress: Callable[[int], object] | None = None,
+) -> ImportReport:
+    """Import a JSONL export (a byte order mark before the first line is skipped).
+
+    Args:
+        self: The store to import into.
+        source: A path, or an open file (text, or bytes: a line that is not UTF-8 is then a
+            bad line like any other).
+        errors: `strict` imports nothing if any line is bad and raises `ImportFileError`
+            listing every bad line; `skip` imports the valid lines and reports the others.
+        user_id: If given, every record must belong to this user.
+        agent_id: If given, every record must belong to this agent.
+        on_progress: Called with the number of episodes embedded so far, after each batch of
+            256; the writes come after the last one and are all or nothing (a failure takes
+            back what was written and raises).
+    """
+    if errors not in ("strict", "skip"):
+        raise ValidationError(f"errors must be 'strict' or 'skip', got {errors!r}")
+    require_callback("on_progress", on_progress)
+    # Checked as ids: a wrong one would only turn every line into a bad line.
+    if user_id is not None:
+        require_id("user_id", user_id)
+    if agent_id is not None:
+        require_id("agent_id", agent_id)
+    valid, numbers, report = read_records(source, user_id=user_id, agent_id=agent_id)
     # An id owned by another tenant is a bad line too, found before anything is written.
     foreign = self.foreign_ids(valid)
     if foreign:
@@ -178,12 +211,7 @@ def import_(
         report.skipped.sort()
         valid = [ep for i, ep in enumerate(valid) if i not in foreign]
     if report.skipped and errors == "strict":
-        raise ImportFileError(
-            f"{len(report.skipped)} bad line(s), nothing imported: "
-            f"{bad_lines_summary(report.skipped)}; fix them or pass errors='skip' to import the "
-            "valid lines",
-            report.skipped,
-        )
+        raise bad_file_error(report.skipped)
     # All or nothing, like memorize_many: a failure after some batches were written takes
     # them back, so importing the same file again neither misses nor doubles an episode.
     report.imported.extend(self.write_all(valid, batch_size=256, on_progress=on_progress))
