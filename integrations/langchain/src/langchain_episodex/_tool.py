@@ -6,7 +6,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from episodex import ConfigurationError, EpisodicMemory
+from episodex import ConfigurationError, EpisodicMemory, MemoryScope, ValidationError
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
@@ -32,6 +32,23 @@ def _reply(text: str) -> tuple[str, dict[str, int]]:
     # The artifact marks the reply as the memory's own, whatever the tool's name: recorders
     # then store a marker, not the recalled episodes as words of the current conversation.
     return text, {SEARCH_ARTIFACT: recalled_count(text)}
+
+
+def _scope_or_none(
+    explicit: Mapping[str, str | None], config: RunnableConfig
+) -> MemoryScope | None:
+    """The run's ids, or None (logged) when the run does not name them by the id rule."""
+    try:
+        return run_scope(explicit, config)
+    except (ConfigurationError, ValidationError) as exc:
+        # Raised out of the tool it would end the agent's run after the model's first turn
+        # (and any tool called beside this one) had run, and cost the user the answer; the
+        # model is told memory is unavailable instead, the developer why in the log.
+        logger.warning(
+            "memory search tool: the run's ids cannot be worked out (%s); answering without memory",
+            exc,
+        )
+        return None
 
 
 def _unavailable() -> str:
@@ -75,8 +92,10 @@ def create_memory_search_tool(
     carries the artifact `{"episodex_memory_search": <episodes shown>}`, by which the
     middleware records the reply as `[recalled N episodes]`, not as this conversation's words.
 
-    When the memory cannot be searched (engine or embedder failure) the failure is logged and
-    the tool tells the model so, rather than raising out of the agent's run.
+    When the memory cannot be searched (engine or embedder failure), or the run does not name
+    its ids by the id rule (no user anywhere, a `thread_id` too long to be a conversation id),
+    the failure is logged and the tool tells the model so, rather than raising out of the
+    agent's run.
 
     ```python
     # docs: no-run (needs a chat model; examples/langchain_agent_middleware.py runs this offline)
@@ -126,7 +145,9 @@ def create_memory_search_tool(
     check_max_tokens(max_tokens)
 
     def search(query: str, config: RunnableConfig) -> tuple[str, dict[str, int]]:
-        scope = run_scope(explicit, config)
+        scope = _scope_or_none(explicit, config)
+        if scope is None:
+            return _reply(_UNAVAILABLE)
         try:
             block = recall_block(
                 core, scope, query, options=options, max_tokens=max_tokens, config=config
@@ -136,7 +157,9 @@ def create_memory_search_tool(
         return _reply(block or NOTHING_FOUND)
 
     async def asearch(query: str, config: RunnableConfig) -> tuple[str, dict[str, int]]:
-        scope = run_scope(explicit, config)
+        scope = _scope_or_none(explicit, config)
+        if scope is None:
+            return _reply(_UNAVAILABLE)
         try:
             block = await arecall_block(
                 core, scope, query, options=options, max_tokens=max_tokens, config=config
