@@ -93,8 +93,9 @@ class EpisodicRetriever(BaseRetriever):
     its id is the episode's point id, its score the fused recall score, and its metadata
     holds every stored field (`conversation_id`, `timestamp_end` as ISO text,
     `tools_invoked`, ...) plus `section`: `same_conversation` or `previous_conversations`.
-    Results are ordered best first. Fields with no value (None, empty lists) are left out of
-    the metadata, so what an LLM is shown carries no `flows_activated: []` noise lines.
+    Results are ordered best first; an empty or blank query returns no nodes. Fields with no
+    value (None, empty lists) are left out of the metadata, so what an LLM is shown carries no
+    `flows_activated: []` noise lines.
 
     Ids: `user_id` and `agent_id` are fixed when the retriever is made, never taken from a
     query, so results never come from another user (one rule for every LlamaIndex part of
@@ -221,6 +222,10 @@ class EpisodicRetriever(BaseRetriever):
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         kwargs = self._kwargs(query_bundle)
+        if not kwargs["query"].strip():
+            # A user's blank message (an attachment sent alone) has nothing to search for:
+            # recall would refuse it, and the chat or query engine fed by this would fail.
+            return []
         try:
             return self._nodes(await self.memory.recall(**kwargs))
         except (StoreClosedError, ValidationError, ConfigurationError):
