@@ -9,6 +9,7 @@ from typing import Any
 from llama_index.core.tools import FunctionTool
 from llama_index.memory.episodex._checks import check_recall_options, require_id
 from llama_index.memory.episodex._messages import readable
+from pydantic import BaseModel
 
 from episodex import (
     DEFAULT_ENCODING,
@@ -32,6 +33,13 @@ DEFAULT_TOOL_DESCRIPTION = (
 
 NOTHING_FOUND = "No remembered episode matches that query."
 UNAVAILABLE = "Memory could not be searched just now; answer without it."
+_NO_QUERY = "Give a query: a few words about what to look for."
+
+
+class _SearchArgs(BaseModel):
+    """What the model is shown it may give: the query only (never whose memory)."""
+
+    query: str
 
 
 def create_memory_search_tool(
@@ -106,9 +114,13 @@ def create_memory_search_tool(
         **check_recall_options(recall_options or {}),
     }
 
-    async def search_memory(query: str) -> str:
-        if not isinstance(query, str) or not query.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
-            return "Give a query: a few words about what to look for."
+    # A model adds arguments a search tool does not have (`limit`, `top_k`, a `user_id`) or
+    # leaves the query out: Python would refuse the call, and the model would be shown this
+    # function's internal name and no search. What is not the query is ignored (the ids are
+    # the tool's, whatever the model writes), and a missing query is answered like a blank one.
+    async def search_memory(query: object = None, **_ignored: object) -> str:
+        if not isinstance(query, str) or not query.strip():
+            return _NO_QUERY
         try:
             result = await core.recall(
                 user_id=user,
@@ -128,10 +140,14 @@ def create_memory_search_tool(
             return UNAVAILABLE
         return block or NOTHING_FOUND
 
-    def search_memory_sync(query: str) -> str:
+    def search_memory_sync(query: object = None, **_ignored: object) -> str:
         return run_sync(search_memory(query))
 
     search_memory.__doc__ = search_memory_sync.__doc__ = description
     return FunctionTool.from_defaults(
-        fn=search_memory_sync, async_fn=search_memory, name=name, description=description
+        fn=search_memory_sync,
+        async_fn=search_memory,
+        name=name,
+        description=description,
+        fn_schema=_SearchArgs,
     )
