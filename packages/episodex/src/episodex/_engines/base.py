@@ -114,15 +114,63 @@ def searchable(request: R) -> R | None:
     )
 
 
-def answer_batch(requests: Sequence[R], run: Callable[[list[R]], list[list[A]]]) -> list[list[A]]:
+def answer_batch(
+    requests: Sequence[R], run: Callable[[list[R]], list[list[A]]], hit_of: Callable[[A], Hit]
+) -> list[list[A]]:
     """`run` over the requests that can find something (`searchable`); none for the rest.
 
-    `run` is called even with no request left, so a closed engine still refuses.
+    `run` is called even with no request left, so a closed engine still refuses. A fused
+    request's hits of equal score come in point-id order (`_tie_ordered`); `hit_of` is the hit
+    of one of `run`'s answers.
     """
     given = [searchable(r) for r in requests]
     asked = [r for r in given if r is not None]
-    answers = iter(run(asked))
+    answers = iter(_tie_ordered(asked, run, hit_of))
     return [[] if r is None else next(answers) for r in given]
+
+
+def _tie_ordered(
+    asked: list[R], run: Callable[[list[R]], list[list[A]]], hit_of: Callable[[A], Hit]
+) -> list[list[A]]:
+    """`run`'s answers, each fused request's hits of equal score in point-id order.
+
+    Each backend orders hits of one fused score its own way (Qdrant Edge by where the points
+    lie in its segments, so by the order they were written), and two episodes that equally
+    weighted streams rank the other way round have one score: a recall whose limit cut
+    through such a tie gave one episode on one store and another elsewhere. So a fused
+    request is asked for one hit more, and for more again while the hits tied with the last
+    one it keeps reach past what was read; the tie is then put in id order and cut.
+    """
+    limits = [r.limit + 1 if isinstance(r, Fused) else r.limit for r in asked]
+    answers = run([_limited(r, n) for r, n in zip(asked, limits, strict=True)])
+
+    def tie_past_read(i: int) -> bool:
+        found, limit = answers[i], asked[i].limit
+        return (
+            isinstance(asked[i], Fused)
+            and len(found) >= limits[i] > limit
+            and hit_of(found[limit - 1]).score == hit_of(found[-1]).score
+        )
+
+    again = [i for i in range(len(asked)) if tie_past_read(i)]
+    while again:
+        for i in again:
+            limits[i] *= 2
+        for i, found in zip(
+            again, run([_limited(asked[i], limits[i]) for i in again]), strict=True
+        ):
+            answers[i] = found
+        again = [i for i in again if tie_past_read(i)]
+    return [
+        sorted(found, key=lambda a: (-hit_of(a).score, hit_of(a).id))[: r.limit]
+        if isinstance(r, Fused)
+        else found
+        for r, found in zip(asked, answers, strict=True)
+    ]
+
+
+def _limited(request: R, limit: int) -> R:
+    return request if request.limit == limit else replace(request, limit=limit)
 
 
 #: For one hit: stream name -> (rank from 1, that stream's score).

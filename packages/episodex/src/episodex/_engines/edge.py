@@ -768,7 +768,9 @@ class EdgeEngine:
         """Run the requests as one batch."""
         refuse_bad_vectors(requests)
         key = self._key(collection)
-        return answer_batch(requests, lambda asked: self._query(collection, key, asked))
+        return answer_batch(
+            requests, lambda asked: self._query(collection, key, asked), lambda hit: hit
+        )
 
     def _query(
         self, collection: str, key: Keyer, requests: Sequence[Search | Fused]
@@ -792,7 +794,11 @@ class EdgeEngine:
         """Fused searches with each hit's stream ranks, in one batch."""
         refuse_bad_vectors(requests)
         key = self._key(collection)
-        return answer_batch(requests, lambda asked: self._explained(collection, key, asked))
+        return answer_batch(
+            requests,
+            lambda asked: self._explained(collection, key, asked),
+            lambda explained: explained[0],
+        )
 
     def _explained(
         self, collection: str, key: Keyer, requests: Sequence[Fused]

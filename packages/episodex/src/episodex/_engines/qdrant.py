@@ -403,7 +403,7 @@ class QdrantClientEngine:
             )
             return [[_hit(p) for p in a.points] for a in answers]
 
-        return answer_batch(requests, run)
+        return answer_batch(requests, run, lambda hit: hit)
 
     def query_explained(
         self, collection: str, requests: Sequence[Fused]
@@ -418,7 +418,7 @@ class QdrantClientEngine:
             )
             return explain_fused(asked, [a.points for a in answers], lambda p: p.id, _hit)
 
-        return answer_batch(requests, run)
+        return answer_batch(requests, run, lambda explained: explained[0])
 
     def scroll(
         self,
