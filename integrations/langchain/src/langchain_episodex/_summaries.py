@@ -29,6 +29,7 @@ from episodex import (
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
+    BaseMessageChunk,
     FunctionMessage,
     HumanMessage,
     SystemMessage,
@@ -97,15 +98,18 @@ def answer_value(value: object) -> object:
     A chain with an output parser (`JsonOutputParser`, `PydanticOutputParser`, a list parser)
     answers with a dict, a list or a model, not text: the classic memory and
     `record_exchange` record it as its JSON. Text, messages and `{"content": ...}` mappings
-    are returned unchanged.
+    are returned unchanged; the message chunks a streamed run yields (`chain.stream`), in a
+    list or tuple, are joined into the one message they stream.
 
     Raises:
         ValidationError: A value that is no parsed data (a generator, a future: its text
             would only be its repr), or data with no JSON text: it contains itself, or has
-            keys JSON cannot hold (a tuple).
+            keys JSON cannot hold (a tuple); or chunks of more than one kind of message.
     """
     if isinstance(value, str | BaseMessage) or (isinstance(value, Mapping) and "content" in value):
         return value
+    if isinstance(value, list | tuple) and value and all(_is_chunk(v) for v in value):
+        return _joined(cast("Sequence[BaseMessageChunk]", value))
     if not isinstance(value, _PARSED) and value is not None:
         raise ValidationError(
             f"cannot record the answer, a {type(value).__name__}: give text, a message or "
@@ -119,6 +123,23 @@ def answer_value(value: object) -> object:
         raise ValidationError(
             f"cannot record the answer, a {type(value).__name__}, as text: it has no JSON ({exc})"
         ) from None
+
+
+def _is_chunk(value: object) -> bool:
+    return isinstance(value, BaseMessageChunk)
+
+
+def _joined(chunks: Sequence[BaseMessageChunk]) -> BaseMessageChunk:
+    """The message streamed as `chunks`: taken as parsed data, it was their JSON dump."""
+    first, *rest = chunks
+    # LangChain joins chunks of different messages without a word (an AI chunk and a human
+    # one make one AI message): such a list is no streamed answer.
+    if any(type(chunk) is not type(first) for chunk in rest):
+        kinds = sorted({type(chunk).__name__ for chunk in chunks})
+        raise ValidationError(
+            f"cannot record the answer: its chunks are not of one message ({', '.join(kinds)})"
+        )
+    return first + rest if rest else first
 
 
 def _json_default(value: object) -> object:
