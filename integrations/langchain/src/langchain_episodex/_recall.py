@@ -55,6 +55,36 @@ def recall_retriever(
     return retriever, options
 
 
+def recall_answer(
+    memory: EpisodicMemory,
+    scope: MemoryScope,
+    query: str,
+    *,
+    options: Mapping[str, Any],
+    max_tokens: int | None,
+    config: RunnableConfig | None = None,
+) -> tuple[str, int]:
+    """`recall_block`, and how many episodes matched (some may not fit `max_tokens`)."""
+    retriever, call = recall_retriever(memory, scope, options)
+    docs = retriever.invoke(query, config, **call)
+    return render_documents(docs, max_tokens=max_tokens), len(docs)
+
+
+async def arecall_answer(
+    memory: EpisodicMemory,
+    scope: MemoryScope,
+    query: str,
+    *,
+    options: Mapping[str, Any],
+    max_tokens: int | None,
+    config: RunnableConfig | None = None,
+) -> tuple[str, int]:
+    """The async twin of `recall_answer`."""
+    retriever, call = recall_retriever(memory, scope, options)
+    docs = await retriever.ainvoke(query, config, **call)
+    return render_documents(docs, max_tokens=max_tokens), len(docs)
+
+
 def recall_block(
     memory: EpisodicMemory,
     scope: MemoryScope,

@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from langchain_episodex._context import run_scope
 from langchain_episodex._options import check_recall_options, core_memory
-from langchain_episodex._recall import arecall_block, recall_block
+from langchain_episodex._recall import arecall_answer, recall_answer
 from langchain_episodex._settings import check_ids, check_max_tokens
 from langchain_episodex._summaries import SEARCH_ARTIFACT, recalled_count
 
@@ -49,6 +49,17 @@ def _scope_or_none(
             exc,
         )
         return None
+
+
+def _nothing_shown(matched: int, max_tokens: int | None) -> str:
+    # "No episode matches" would be untrue when some matched but none fits the budget: the
+    # model would answer as if memory held nothing, and the developer would not see why.
+    if not matched:
+        return NOTHING_FOUND
+    return (
+        f"{matched} earlier episode(s) match this search, but none fits in this tool's answer "
+        f"budget (max_tokens={max_tokens}); answer without them."
+    )
 
 
 def _unavailable() -> str:
@@ -149,24 +160,24 @@ def create_memory_search_tool(
         if scope is None:
             return _reply(_UNAVAILABLE)
         try:
-            block = recall_block(
+            block, matched = recall_answer(
                 core, scope, query, options=options, max_tokens=max_tokens, config=config
             )
         except Exception:
             return _reply(_unavailable())
-        return _reply(block or NOTHING_FOUND)
+        return _reply(block or _nothing_shown(matched, max_tokens))
 
     async def asearch(query: str, config: RunnableConfig) -> tuple[str, dict[str, int]]:
         scope = _scope_or_none(explicit, config)
         if scope is None:
             return _reply(_UNAVAILABLE)
         try:
-            block = await arecall_block(
+            block, matched = await arecall_answer(
                 core, scope, query, options=options, max_tokens=max_tokens, config=config
             )
         except Exception:
             return _reply(_unavailable())
-        return _reply(block or NOTHING_FOUND)
+        return _reply(block or _nothing_shown(matched, max_tokens))
 
     return StructuredTool.from_function(
         func=search,

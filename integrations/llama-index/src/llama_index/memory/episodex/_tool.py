@@ -138,7 +138,16 @@ def create_memory_search_tool(
                 "memory search tool: recall failed; answering without memory", exc_info=True
             )
             return UNAVAILABLE
-        return block or NOTHING_FOUND
+        if block:
+            return block
+        matched = sum(len(items) for items in result.values())
+        if not matched:
+            return NOTHING_FOUND
+        # "No episode matches" would be untrue: some did, but none fits the budget.
+        return (
+            f"{matched} remembered episode(s) match that query, but none fits in this tool's "
+            f"answer budget (max_tokens={max_tokens}); answer without them."
+        )
 
     def search_memory_sync(query: object = None, **_ignored: object) -> str:
         return run_sync(search_memory(query))
