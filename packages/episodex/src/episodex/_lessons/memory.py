@@ -85,6 +85,13 @@ def _key(attempt: Attempt) -> _AttemptKey:
     return (attempt.user_id, attempt.agent_id, attempt.session_id, attempt.run_id)
 
 
+def _swap(steps: dict[str, StepMemory], old: list[StepMemory], new: list[StepMemory]) -> None:
+    """Put each of `new` in place of the matching `old`, where `old` is still the step held."""
+    for before, after in zip(old, new, strict=True):
+        if steps.get(before.step_id) is before:
+            steps[before.step_id] = after
+
+
 def _last_step(steps: Mapping[str, StepMemory]) -> StepMemory | None:
     return max(steps.values(), key=lambda m: m.step_num, default=None)
 
@@ -407,19 +414,28 @@ class StepLessonMemory:
 
         Args:
             grading_result: The grades.
-            run_id: The attempt to grade (default: the one in progress).
+            run_id: The attempt to grade (default: the one in progress). One in progress on
+                this memory is graded in its own copy, the steps it has not stored too.
             attempt: The attempt in progress (default: the one this task started).
         """
         episode = self._require_episode(attempt)
         result = GradingResult.parse(grading_result, where="grading_result: ")
-        current = run_id is None or run_id == episode.run_id
-        if current:
-            steps = sorted(self._steps_of(episode).values(), key=lambda m: m.step_num)
+        if run_id is not None:
+            require_id("run_id", run_id)
+        key: _AttemptKey = (
+            episode.user_id,
+            episode.agent_id,
+            episode.session_id,
+            episode.run_id if run_id is None else run_id,
+        )
+        # An attempt in progress here (this one, or another task's) is graded in its own copy:
+        # graded only in the store, its next `persist_memories` stored its pending copy back.
+        held = self._attempts[key][1] if key in self._attempts else None
+        if held is not None:
+            steps = sorted(held.values(), key=lambda m: m.step_num)
         else:
             scope = lesson_scope(episode.user_id, episode.agent_id, episode.session_id)
-            steps = await asyncio.to_thread(
-                self._store.load, scope.and_(Match("run_id", run_id or ""))
-            )
+            steps = await asyncio.to_thread(self._store.load, scope.and_(Match("run_id", key[3])))
             if not steps:
                 raise ValidationError(
                     f"no stored attempt {run_id!r} in session {episode.session_id!r}"
@@ -445,9 +461,20 @@ class StepLessonMemory:
                     confidence=grade.confidence,
                 )
             updated.append(memory.replace(**changes))
-        stored = await in_thread(self._store.write, updated)
-        if current:
-            self._attempts[_key(episode)] = (episode, {m.step_id: m for m in stored})
+        if held is None:
+            return await in_thread(self._store.write, updated)
+        # The copy takes the grades before the write, step by step (a step recorded meanwhile
+        # stays): a caller cancelled during the write leaves it to finish, and a copy still
+        # pending would then be stored over the grades by the next `persist_memories`.
+        _swap(held, steps, updated)
+        try:
+            stored = await in_thread(self._store.write, updated)
+        except asyncio.CancelledError:
+            raise
+        except BaseException:
+            _swap(held, updated, steps)  # not stored: the copy is as it was
+            raise
+        _swap(held, updated, stored)
         return stored
 
     async def grade_episode(
