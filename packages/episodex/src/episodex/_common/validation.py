@@ -192,7 +192,7 @@ def parse_model(cls: type[M], data: object, *, what: str, where: str = "") -> M:
 def require_text(name: str, value: object) -> str:
     """`value` must be a string with at least one non-space character, encodable as UTF-8."""
     if not isinstance(value, str) or not value.strip():
-        raise ValidationError(f"{name} must be a non-empty string, got {value!r}")
+        raise ValidationError(f"{name} must be a non-empty string, got {_SHORT.repr(value)}")
     return require_encodable(name, value)
 
 
@@ -245,7 +245,7 @@ def require_int(
 ) -> int:
     """`value` must be an integer (not a bool) of at least `minimum`."""
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise error(f"{name} must be an integer >= {minimum}, got {value!r}")
+        raise error(f"{name} must be an integer >= {minimum}, got {_SHORT.repr(value)}")
     return value
 
 
@@ -263,7 +263,7 @@ def require_weight(name: str, value: object, *, error: type[ValueError] = Valida
         or not is_finite(value)
         or value < 0
     ):
-        raise error(f"{name} must be a finite number >= 0, got {value!r}")
+        raise error(f"{name} must be a finite number >= 0, got {_SHORT.repr(value)}")
     return float(value)
 
 
@@ -275,5 +275,5 @@ def require_share(name: str, value: object, *, error: type[ValueError] = Validat
         or not is_finite(value)
         or not 0 <= value < 1
     ):
-        raise error(f"{name} must be a number in [0, 1), got {value!r}")
+        raise error(f"{name} must be a number in [0, 1), got {_SHORT.repr(value)}")
     return float(value)
