@@ -49,12 +49,13 @@ async def test_an_episode_spilled_after_a_torn_line_comes_back(
     memory: EpisodicMemory, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     spill, store, recorder = _down_recorder(memory, monkeypatch, tmp_path)
-    await recorder.record(**_episode(1))
     spill.write_text('{"short_summary": "torn')  # a crash cut the last append short
-    await recorder.record(**_episode(2))  # the queue is full: question 1 is spilled
-    torn, spilled = spill.read_text().splitlines()
+    await recorder.record(**_episode(1))  # the write fails: question 1 is spilled
+    await recorder.record(**_episode(2))
+    torn, first, second = spill.read_text().splitlines()
     assert torn == '{"short_summary": "torn'
-    assert json.loads(spilled)["short_summary"] == "question 1"
+    assert json.loads(first)["short_summary"] == "question 1"
+    assert json.loads(second)["short_summary"] == "question 2"
     store.down = False
     assert await recorder.flush() == 0
     assert stored_summaries(memory) == ["question 1", "question 2"]
@@ -65,7 +66,7 @@ async def test_an_append_cut_short_is_taken_back(
 ) -> None:
     spill, store, recorder = _down_recorder(memory, monkeypatch, tmp_path)
     await recorder.record(**_episode(1))
-    await recorder.record(**_episode(2))  # question 1 spilled whole
+    await recorder.record(**_episode(2))  # questions 1 and 2 spilled whole
     size = spill.stat().st_size
     # A file size limit 100 bytes above the file: the next append is cut short (EFBIG), as a
     # full disk cuts it. The engine is in RAM, so nothing else of this test writes a file.
@@ -73,14 +74,22 @@ async def test_an_append_cut_short_is_taken_back(
     soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
     resource.setrlimit(resource.RLIMIT_FSIZE, (size + 100, hard))
     try:
-        await recorder.record(**_episode(3))  # question 2 cannot be spilled: dropped
+        await recorder.record(**_episode(3))  # question 3 cannot be spilled: kept in RAM
     finally:
         resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
         signal.signal(signal.SIGXFSZ, previous_handler)
-    assert recorder.stats().dropped == 1
+    assert (recorder.stats().dropped, recorder.stats().pending) == (0, 3)
     lines = spill.read_bytes().split(b"\n")
-    assert [json.loads(line)["short_summary"] for line in lines if line] == ["question 1"]
-    await recorder.record(**_episode(4))  # question 3 is spilled, on a line of its own
+    spilled = [json.loads(line)["short_summary"] for line in lines if line]
+    assert spilled == ["question 1", "question 2"]
+    await recorder.record(**_episode(4))  # questions 3 and 4 spilled, on lines of their own
+    lines = spill.read_bytes().split(b"\n")
+    assert [json.loads(line)["short_summary"] for line in lines if line] == [
+        "question 1",
+        "question 2",
+        "question 3",
+        "question 4",
+    ]
     store.down = False
     assert await recorder.flush() == 0
-    assert stored_summaries(memory) == ["question 1", "question 3", "question 4"]
+    assert stored_summaries(memory) == ["question 1", "question 2", "question 3", "question 4"]

@@ -246,7 +246,9 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         deferred: Record in a background thread, so a run does not wait for embedding;
             `flush()` (or `aflush()`) waits for it.
         max_pending: Most episodes kept while the store fails.
-        spill_path: A JSONL file for episodes beyond `max_pending` (None drops the oldest).
+        spill_path: A JSONL file that keeps the episodes a failed write leaves waiting, so
+            a restart loses none (None keeps them in memory, dropping the oldest beyond
+            `max_pending`).
         search_tool: Give the agent the memory search tool (mode `episodes`).
     """
 

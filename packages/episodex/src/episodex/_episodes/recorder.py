@@ -9,9 +9,11 @@ before the next episode and on `flush()`. Because the id is fixed before the fir
 retry after a write that failed late (the point was stored, the answer was lost) replaces that
 point instead of storing the exchange twice.
 
-With `spill_path`, episodes beyond `max_pending` go to a JSONL file (each line fsync'ed) and
-come back on the next flush, so a long outage loses nothing; without it the oldest pending
-episode is dropped, counted and logged. With `deferred=True`, `record` only queues and a
+With `spill_path`, the episodes a failed write leaves waiting go to a JSONL file (each line
+fsync'ed) and come back on the next write, so a long outage loses nothing, nor a process that
+ends before the store is back (killed, or never closed): the next recorder on that file writes
+them. Without it they wait in memory, and beyond `max_pending` the oldest is dropped, counted
+and logged. With `deferred=True`, `record` only queues and a
 background thread writes, so a request never waits for embedding; `flush()` drains it.
 """
 
@@ -88,7 +90,9 @@ class EpisodeRecorder:
     Args:
         memory: The memory to write to.
         max_pending: Most episodes kept in memory while the store fails.
-        spill_path: A JSONL file for episodes beyond `max_pending`; None drops the oldest.
+        spill_path: A JSONL file that keeps the episodes a failed write leaves waiting,
+            across restarts (a new recorder on it writes them); None keeps them in memory
+            only, dropping the oldest beyond `max_pending`.
         deferred: Write in a background thread; `record` returns at once.
     """
 
@@ -287,6 +291,18 @@ class EpisodeRecorder:
                 else "the spill file cannot take it",
             )
 
+    def _spill_pending_locked(self) -> None:
+        """Move every queued episode, oldest first, into the spill file; holds `_lock`.
+
+        One that cannot be spilled stays queued (with those after it, to keep the order).
+        """
+        if self.spill_path is None:
+            return
+        while self._pending:
+            if not self._spill(self._pending[0]):
+                return
+            self._pending.popleft()
+
     def _spill(self, episode: ConversationEpisode) -> bool:
         assert self.spill_path is not None
         line = (json.dumps(episode.model_dump(mode="json"), ensure_ascii=True) + "\n").encode()
@@ -401,6 +417,12 @@ class EpisodeRecorder:
                 return self._write_batch(batch, spilled)
             finally:
                 with self._lock:
+                    waiting = {ep.point_id for ep in self._pending}
+                    if any(ep.point_id in waiting for ep in batch):
+                        # Queued episodes the store did not take: into the spill file now,
+                        # so a process that ends before the store is back (killed, or
+                        # exiting without `aclose`) leaves them for the next recorder on it.
+                        self._spill_pending_locked()
                     self._trim_locked()
 
     def _write_batch(
