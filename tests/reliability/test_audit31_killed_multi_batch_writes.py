@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from episodex import EpisodicMemory
-from episodex.testing import HashEmbedder
+from episodex import EpisodicMemory, open_engine
+from episodex.testing import FailingEngine, HashEmbedder
 
 from ._support import total_points
 
@@ -215,5 +215,26 @@ def test_a_store_awaiting_a_reindex_takes_a_killed_write_back_once_reindexed(
         texts = _texts(mem)
         assert texts == {pid: f"old short {i}" for i, pid in enumerate(ids)}
         assert total_points(mem) == N
+    finally:
+        mem.close()
+
+
+def test_a_store_that_cannot_read_when_opened_takes_a_killed_write_back_before_the_next(
+    tmp_path: Path,
+) -> None:
+    # Looking for a killed call's records reads the engine when the store is opened. An engine
+    # failing to read then (an injected outage) must not make the store impossible to open;
+    # the next call of several writes, which reuses the records' ids, takes the call back
+    # first.
+    store = tmp_path / "store"
+    _write_and_kill(store, 1, {"kind": "memorize_many", "episodes": _episodes("killed", N)})
+    failing = FailingEngine(open_engine(path=str(store)), reads=True)
+    mem = EpisodicMemory(engine=failing, embedder=HashEmbedder(), splade=False)
+    try:
+        failing.reads = False
+        mem.store.memorize_many(_episodes("next", N))
+        texts = _texts(mem)
+        assert len(texts) == N and all(t.startswith("next ") for t in texts.values())
+        assert total_points(mem) == N  # the killed call's records are gone too
     finally:
         mem.close()

@@ -7,6 +7,7 @@ is no read, count, export or delete that can reach another tenant's points.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 import time
 import uuid
@@ -103,6 +104,8 @@ _Packed = tuple[
     dict[str, npt.NDArray[np.float32]],
     dict[str, tuple[npt.NDArray[np.uint32], npt.NDArray[np.float32]]],
 ]
+
+logger = logging.getLogger("episodex")
 
 
 def _int_option(options: RecallOptions, name: str, default: int) -> int:
@@ -203,14 +206,41 @@ class EpisodeStore:
         self._switches = switch_count(engine, collection)
         #: Whether a call of several engine writes records them (see `pending`).
         self._recorded = pending.records_writes(engine)
-        if self._recorded and self.mismatch is None:
-            # A call killed between its writes: take it back before anything reads or writes.
-            # (Awaiting a re-index, its replaced episodes cannot be embedded: the re-index
-            # carries the records over, and the store it opens takes the call back.)
-            with self._write_lock:
-                left = pending.find(engine, collection)
+        #: Whether a call killed between its writes was looked for (and taken back).
+        self._settled = not self._recorded or self.mismatch is not None
+        # A call killed between its writes: taken back before anything reads or writes.
+        # (Awaiting a re-index, its replaced episodes cannot be embedded: the re-index
+        # carries the records over, and the store it opens takes the call back.)
+        self._settle(required=False)
+
+    def _settle(self, *, required: bool) -> None:
+        """Take back what a call killed between its writes left (`pending`), once.
+
+        Opening a store does it, but an engine that fails to read then (an outage a test
+        injects) must not make the store impossible to open: the failure is logged and the
+        next call of several writes, which would reuse the records' ids, does it first
+        (`required`: its failure is that call's).
+        """
+        if self._settled:
+            return
+        with self._write_lock:
+            if self._settled:
+                return
+            try:
+                left = pending.find(self.engine, self.collection)
                 if left is not None:
-                    pending.take_back(engine, collection, left, self.vectors)
+                    pending.take_back(self.engine, self.collection, left, self.vectors)
+            except Exception:
+                if required:
+                    raise
+                logger.warning(
+                    "could not look for a write of several batches killed midway in %r; "
+                    "looked for again before the next such write",
+                    self.collection,
+                    exc_info=True,
+                )
+                return
+            self._settled = True
 
     @property
     def write_lock(self) -> threading.RLock:
@@ -378,6 +408,8 @@ class EpisodeStore:
             writes = -(-len(parsed) // batch_size)
             replaced = self._stored(parsed) if explicit and writes > 1 else {}
             recorded = self._recorded and writes > 1
+            if recorded:
+                self._settle(required=True)
             write_id = str(uuid.uuid4())
             ids: list[str] = []
             now = time.time()
