@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import html
 import logging
 import math
+import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -21,6 +21,7 @@ from llama_index.memory.episodex._messages import (
     session_of,
     tools_called,
 )
+from llama_index.memory.episodex._turns import Turn
 from pydantic import Field, PrivateAttr, field_validator
 
 from episodex import (
@@ -182,12 +183,12 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
     _kept: dict[str, list[int]] = PrivateAttr(default_factory=dict[str, list[int]])
     # Per session: flushed messages whose exchange had not ended yet (recorded with its end).
     _held: dict[str, list[ChatMessage]] = PrivateAttr(default_factory=dict[str, list[ChatMessage]])
-    # Per session: the lock its calls take turns with between reading how far the session is
-    # recorded and counting the span they record (the summarizer is awaited in between), and
-    # the event loop it belongs to.
-    _turns: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Lock]] = PrivateAttr(
-        default_factory=dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Lock]]
-    )
+    # Per session: the turn its calls take between reading how far the session is recorded
+    # and counting the span they record (the summarizer is awaited in between). One per
+    # session whatever the event loop: the sync API runs each call on a fresh one.
+    _turns: dict[str, Turn] = PrivateAttr(default_factory=dict[str, Turn])
+    # Guards `_turns` and `_renders`, which calls in several threads share.
+    _shared: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     def __init__(self, /, **data: Any) -> None:
         with configuration_errors(type(self).__name__):
@@ -306,7 +307,8 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
                 f"tokens_to_truncate must be a number of tokens, got {tokens_to_truncate!r:.80}"
             )
         # Memory also asks blocks that returned nothing, passing them an empty list.
-        result = self._renders.get(content) if isinstance(content, str) else None  # pyright: ignore[reportUnnecessaryIsInstance]
+        with self._shared:
+            result = self._renders.get(content) if isinstance(content, str) else None  # pyright: ignore[reportUnnecessaryIsInstance]
         if result is None:
             return None
         budget = token_counter(self.encoding)(content) - max(int(tokens_to_truncate), 0)
@@ -321,29 +323,27 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
     def _keep(self, block: str, result: dict[str, list[dict[str, Any]]]) -> None:
         if not block:
             return
-        self._renders[block] = result
-        self._renders.move_to_end(block)
-        while len(self._renders) > _KEPT_RENDERS:
-            self._renders.popitem(last=False)
+        with self._shared:
+            self._renders[block] = result
+            self._renders.move_to_end(block)
+            while len(self._renders) > _KEPT_RENDERS:
+                self._renders.popitem(last=False)
 
     # -- writing -----------------------------------------------------------------------------
 
     def _position(self, conversation: str) -> list[int]:
         return self._positions.setdefault(conversation, [0, 0])
 
-    def _turn(self, conversation: str) -> asyncio.Lock:
-        """The lock a session's calls hold from reading its position to counting their span.
+    def _turn(self, conversation: str) -> Turn:
+        """The turn a session's calls hold from reading its position to counting their span.
 
         Two calls overlapping there (two requests sharing one `Memory`, a flush while a read
-        summarises) would both record the same stretch. A lock belongs to one event loop;
-        the sync `get`/`put` of LlamaIndex run each call on a fresh loop, which gets its own.
+        summarises) would both record the same stretch. The sync `get`/`put` of LlamaIndex
+        run each call on a fresh event loop, often in another thread: an `asyncio.Lock` per
+        loop let those in together, so the turn is one per session, taken from any loop.
         """
-        loop = asyncio.get_running_loop()
-        turn = self._turns.get(conversation)
-        if turn is None or turn[0] is not loop:
-            turn = (loop, asyncio.Lock())
-            self._turns[conversation] = turn
-        return turn[1]
+        with self._shared:
+            return self._turns.setdefault(conversation, Turn())
 
     async def _record_upto(
         self,
