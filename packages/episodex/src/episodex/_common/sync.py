@@ -32,7 +32,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar, overload
 
-from episodex._common.errors import StoreClosedError
+from episodex._common.errors import NotSupportedError, StoreClosedError
 
 __all__ = ["SyncTwin", "blocking", "forward", "in_thread", "run_sync", "threaded"]
 
@@ -280,6 +280,16 @@ class _LoopThread:
         return context
 
     def run(self, coro: Awaitable[T]) -> T:
+        if threading.get_ident() == self._thread.ident:
+            # Called from a call of this twin (an async grader or callback it awaits, calling
+            # the sync twin back): this thread runs the loop the call would wait for, so it
+            # would wait forever.
+            _close_quietly(coro)
+            raise NotSupportedError(
+                "a sync twin was called from inside one of its own calls (an async grader or "
+                "callback calling the sync twin back), which would wait forever: there, await "
+                "the async memory the twin wraps instead"
+            )
         if os.getpid() != self._pid:
             _close_quietly(coro)
             raise StoreClosedError(
