@@ -64,7 +64,10 @@ def recall_answer(
     max_tokens: int | None,
     config: RunnableConfig | None = None,
 ) -> tuple[str, int]:
-    """`recall_block`, and how many episodes matched (some may not fit `max_tokens`)."""
+    """The `<recalled_episodes>` block for `query` (`""` for none), and how many episodes matched.
+
+    Recalled as a retriever run; some that matched may not fit `max_tokens`.
+    """
     retriever, call = recall_retriever(memory, scope, options)
     docs = retriever.invoke(query, config, **call)
     return render_documents(docs, max_tokens=max_tokens), len(docs)
@@ -94,9 +97,10 @@ def recall_block(
     max_tokens: int | None,
     config: RunnableConfig | None = None,
 ) -> str:
-    """The `<recalled_episodes>` block for `query` (`""` for none), recalled as a retriever run."""
-    retriever, call = recall_retriever(memory, scope, options)
-    return render_documents(retriever.invoke(query, config, **call), max_tokens=max_tokens)
+    """The block of `recall_answer` alone."""
+    return recall_answer(
+        memory, scope, query, options=options, max_tokens=max_tokens, config=config
+    )[0]
 
 
 async def arecall_block(
@@ -109,6 +113,7 @@ async def arecall_block(
     config: RunnableConfig | None = None,
 ) -> str:
     """The async twin of `recall_block`."""
-    retriever, call = recall_retriever(memory, scope, options)
-    docs = await retriever.ainvoke(query, config, **call)
-    return render_documents(docs, max_tokens=max_tokens)
+    block, _ = await arecall_answer(
+        memory, scope, query, options=options, max_tokens=max_tokens, config=config
+    )
+    return block
