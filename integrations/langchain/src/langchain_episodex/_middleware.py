@@ -28,13 +28,13 @@ from langchain_core.messages import (
     BaseMessage,
     HumanMessage,
     SystemMessage,
-    ToolMessage,
 )
 
 from langchain_episodex._context import run_scope
 from langchain_episodex._llm import from_langchain
 from langchain_episodex._options import check_recall_options, core_memory
 from langchain_episodex._recall import arecall_block, recall_block
+from langchain_episodex._run_positions import run_position, run_start, thread_end, thread_positions
 from langchain_episodex._settings import check_ids
 from langchain_episodex._summaries import message_text, reflect_summaries, run_episodes
 from langchain_episodex._tool import create_memory_search_tool
@@ -91,45 +91,6 @@ def _last_text(messages: Sequence[BaseMessage], kind: type[BaseMessage]) -> str:
     return ""
 
 
-def _run_start(messages: Sequence[AnyMessage]) -> int:
-    # A run's input is what follows the end of the previous run (all of it without a
-    # checkpointer): that is where this run begins. A run ends with the model's last message,
-    # or with the results of the tools that message called when they end the run (a
-    # `return_direct` tool, a structured response given through a tool): those results are
-    # the previous run's, and counted in this one they would be recorded a second time.
-    for index in range(len(messages) - 1, -1, -1):
-        message = messages[index]
-        if isinstance(message, AIMessage):
-            calls = {call["id"] for call in message.tool_calls if call.get("id")}
-            start = index + 1
-            while start < len(messages):
-                result = messages[start]
-                if not isinstance(result, ToolMessage) or result.tool_call_id not in calls:
-                    break
-                start += 1
-            return start
-    return 0
-
-
-def _run_position(messages: Sequence[AnyMessage], run: Mapping[str, Any]) -> int | None:
-    """Where the run's messages start in the history at its end; None if they left it.
-
-    Found by message id: a middleware that summarises or trims the history (LangChain's
-    `SummarizationMiddleware`) shortens it during the run, so the position the run started
-    at may name other messages, or none, by the end.
-    """
-    first, before = run.get("first_id"), run.get("before_id")
-    if first is None and before is None:
-        # Messages without ids (or a run begun by an older version): positions are all we have.
-        return min(int(run["start"]), len(messages))
-    ids = [message.id for message in messages]
-    if first is not None and first in ids:
-        return ids.index(first)
-    if before is not None and before in ids:
-        return ids.index(before) + 1
-    return None
-
-
 def _storable_tool(name: str) -> bool:
     """Whether the store takes a tool name the model wrote (a hallucinated one may be too long).
 
@@ -177,7 +138,9 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
     and a failed record keeps the episode in a bounded queue (`EpisodeRecorder`) that is
     written before the next episode and on `flush()`; both are logged and counted in
     `stats()`. With a checkpointer, episodes of the same thread that are already in the
-    message history are not recalled again.
+    message history are not recalled again; those a middleware that summarises or trims the
+    history (`SummarizationMiddleware`) took out of it are (an episode's message positions
+    count every message of the thread, not only those left in the history).
 
     In `mode="lessons"`, every model call instead gets the REPEAT/AVOID block of step lessons
     for the current environment and state, from `lessons` (episodex's `StepLessonMemory`).
@@ -397,14 +360,19 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
     # -- before the run: recall once -----------------------------------------------------
 
     def _run(
-        self, messages: Sequence[AnyMessage], scope: MemoryScope
+        self,
+        messages: Sequence[AnyMessage],
+        scope: MemoryScope,
+        previous: Mapping[str, Any] | None,
     ) -> tuple[dict[str, Any], str]:
-        start = _run_start(messages)
+        start = run_start(messages)
         run = {
             "start": start,
             # The run's first message and the one before it, to find the run again at its end.
             "first_id": messages[start].id if start < len(messages) else None,
             "before_id": messages[start - 1].id if start else None,
+            # Where it is in the whole thread, counting what a summary took from the history.
+            **thread_positions(messages, start, previous),
             "conversation_id": scope.conversation_id,
             "user_id": scope.user_id,
             "agent_id": scope.agent_id,
@@ -414,14 +382,24 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         }
         return run, _last_text(messages[start:], HumanMessage)
 
-    def _options(self, start: int) -> dict[str, Any]:
+    def _options(self, run: Mapping[str, Any]) -> dict[str, Any]:
         options = dict(self.recall_options)
-        if start:  # messages before the run are in the history the model sees
+        start, window = int(run["thread_start"]), int(run["window"])
+        if start:
+            # The thread's messages from `window` to the run are in the history the model
+            # sees; those before it a summary (or a trim) took away, so memory recalls them.
+            if window and "seen_from" not in options and "seen_until" not in options:
+                options["seen_from"] = window
             options.setdefault("seen_until", start)
         return options
 
-    def _recall(self, messages: Sequence[AnyMessage], scope: MemoryScope) -> dict[str, Any]:
-        run, query = self._run(messages, scope)
+    def _recall(
+        self,
+        messages: Sequence[AnyMessage],
+        scope: MemoryScope,
+        previous: Mapping[str, Any] | None,
+    ) -> dict[str, Any]:
+        run, query = self._run(messages, scope, previous)
         block = ""
         if query.strip() and self.memory is not None:
             try:
@@ -429,7 +407,7 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
                     self.memory,
                     scope,
                     query,
-                    options=self._options(run["start"]),
+                    options=self._options(run),
                     max_tokens=self.max_tokens,
                 )
             except Exception as exc:
@@ -437,8 +415,13 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
                 self._recall_failed(exc)
         return {self.state_key: block, self._run_key: run}
 
-    async def _arecall(self, messages: Sequence[AnyMessage], scope: MemoryScope) -> dict[str, Any]:
-        run, query = self._run(messages, scope)
+    async def _arecall(
+        self,
+        messages: Sequence[AnyMessage],
+        scope: MemoryScope,
+        previous: Mapping[str, Any] | None,
+    ) -> dict[str, Any]:
+        run, query = self._run(messages, scope, previous)
         block = ""
         if query.strip() and self.memory is not None:
             try:
@@ -446,7 +429,7 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
                     self.memory,
                     scope,
                     query,
-                    options=self._options(run["start"]),
+                    options=self._options(run),
                     max_tokens=self.max_tokens,
                 )
             except Exception as exc:
@@ -473,8 +456,8 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         if not self.record or previous is None or not previous.get("open"):
             return None
         messages: list[AnyMessage] = state["messages"]
-        end = _run_start(messages)
-        start = _run_position(messages, previous)
+        end = run_start(messages)
+        start = run_position(messages, previous)
         if start is None or start >= end:
             return None
         return {"messages": messages[:end], self._run_key: previous}
@@ -489,7 +472,7 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         unfinished = self._unfinished(state)
         if unfinished is not None:
             run_sync(self._record(unfinished))
-        return self._recall(state["messages"], self._scope(runtime))
+        return self._recall(state["messages"], self._scope(runtime), state.get(self._run_key))
 
     async def abefore_agent(
         self, state: AgentState[Any], runtime: Runtime[Any]
@@ -503,7 +486,9 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         unfinished = self._unfinished(state)
         if unfinished is not None:
             await self._record(unfinished)
-        return await self._arecall(state["messages"], self._scope(runtime))
+        return await self._arecall(
+            state["messages"], self._scope(runtime), state.get(self._run_key)
+        )
 
     # -- every model call: inject --------------------------------------------------------
 
@@ -563,7 +548,7 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         if self.recorder is None or run is None:
             return
         messages: list[AnyMessage] = state["messages"]
-        start = _run_position(messages, run)
+        start = run_position(messages, run)
         if start is None:
             logger.warning(
                 "the run of conversation %r is not recorded: its messages left the history "
@@ -584,7 +569,9 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         # way (a timeout) is then recorded whole or not at all, never in part.
         episodes: list[dict[str, Any]] = []
         search_tools = [tool.name for tool in self.tools]
-        for episode in run_episodes(ran, start_index=start, search_tools=search_tools):
+        # Counted over the whole thread (a run begun by an older version: in the history).
+        first = int(run.get("thread_start", start))
+        for episode in run_episodes(ran, start_index=first, search_tools=search_tools):
             short, long = episode.short_summary, episode.long_summary
             if self._reflect is not None:
                 try:
@@ -617,7 +604,8 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         run: Mapping[str, Any] | None = state.get(self._run_key)
         if run is None or not run.get("open"):
             return None
-        return {self._run_key: {**run, "open": False}}
+        # Where the run ends in the thread, so the next run counts on from there.
+        return {self._run_key: {**run, **thread_end(state["messages"], run), "open": False}}
 
     def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Record the finished run as one episode."""
