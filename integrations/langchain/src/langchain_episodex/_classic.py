@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from episodex import EpisodeRecorder, MemoryScope, RecorderStats, ValidationError, run_sync
@@ -47,8 +48,9 @@ class EpisodicConversationMemory(BaseMemory):
     conversation. The async variants are natively async. A memory failure (engine or
     embedder) is logged to the `langchain_episodex` logger and the chain goes on: without
     the block when recall fails, with its answer when recording fails. A failed recording is
-    not dropped: an `EpisodeRecorder` keeps it and writes it before the next exchange or on
-    `flush()`; `stats()` tells what is recorded, pending and failed.
+    not dropped: an `EpisodeRecorder` keeps it (with `spill_path`, in a file that outlives
+    the process) and writes it before the next exchange or on `flush()`; `stats()` tells what
+    is recorded, pending and failed.
 
     Ids follow the package's one rule (see `EpisodicContext`): the ones given here win,
     then those of the run the chain is called in (its runtime context, its config's
@@ -106,6 +108,11 @@ class EpisodicConversationMemory(BaseMemory):
     """Token budget of the block (None: no limit)."""
     recall_options: dict[str, Any] = Field(default_factory=dict[str, Any])
     """Extra `recall` options (`episodex.RecallOptions`): limits, stream weights, ..."""
+    spill_path: Path | str | None = None
+    """A JSONL file keeping the exchanges a failed write leaves waiting (the store is down),
+    so a process that ends before the store is back loses none: the next memory (or
+    `EpisodeRecorder`) given the same file writes them. None keeps them in memory only.
+    """
 
     _recorder: EpisodeRecorder | None = PrivateAttr(default=None)
 
@@ -114,7 +121,7 @@ class EpisodicConversationMemory(BaseMemory):
             super().__init__(**data)
         except PydanticValidationError as exc:
             raise configuration_error(type(self).__name__, exc) from None
-        self._recorder = EpisodeRecorder(self.memory)
+        self._recorder = EpisodeRecorder(self.memory, spill_path=self.spill_path)
 
     @property
     def recorder(self) -> EpisodeRecorder:

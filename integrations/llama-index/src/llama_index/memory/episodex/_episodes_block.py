@@ -8,6 +8,7 @@ import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
@@ -103,7 +104,8 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
     `aflush(memory)` records the rest at the end of a session. A span too long for one
     episode becomes several (`episodex.span_episodes`), never a truncated one. A failed
     recall leaves the block empty and a failed write keeps the episode for retry
-    (`EpisodeRecorder`); both are logged and counted in `stats()`. Episodes whose messages
+    (`EpisodeRecorder`; with `spill_path` in a file, so a restart loses none); both are
+    logged and counted in `stats()`. Episodes whose messages
     are still in short-term memory are not recalled, so nothing is shown twice. When `Memory` is read,
     the block recalls the episodes that best match the latest user message, from this
     conversation and from the user's previous ones, and returns them as a labelled
@@ -169,6 +171,11 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
     """Longest long summary of one episode; a longer span becomes several episodes."""
     deferred: bool = Field(default=False)
     """Write episodes in a background thread so a turn never waits for embedding."""
+    spill_path: Path | str | None = Field(default=None, exclude=True)
+    """A JSONL file keeping the episodes a failed write leaves waiting (the store is down),
+    so a process that ends before the store is back loses none: the next block (or
+    `EpisodeRecorder`) given the same file writes them. None keeps them in memory only.
+    """
 
     _renders: OrderedDict[str, dict[str, list[dict[str, Any]]]] = PrivateAttr(
         default_factory=OrderedDict[str, dict[str, list[dict[str, Any]]]]
@@ -193,7 +200,9 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
     def __init__(self, /, **data: Any) -> None:
         with configuration_errors(type(self).__name__):
             super().__init__(**data)
-        self._recorder = EpisodeRecorder(self.memory, deferred=self.deferred)
+        self._recorder = EpisodeRecorder(
+            self.memory, deferred=self.deferred, spill_path=self.spill_path
+        )
 
     @field_validator("summarizer", mode="before")
     @classmethod
