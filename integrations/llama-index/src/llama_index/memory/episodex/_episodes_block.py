@@ -23,7 +23,7 @@ from llama_index.memory.episodex._messages import (
     tools_called,
 )
 from llama_index.memory.episodex._turns import Turn
-from pydantic import Field, PrivateAttr, field_validator
+from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
 from episodex import (
     DEFAULT_ENCODING,
@@ -136,6 +136,10 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
     Async:
         Both sides are async (`aget`/`aput`); embedding and search run in a worker thread.
     """
+
+    # A misspelt option (`deffered=True`, `max_tokenz=5`) was dropped without a word, the block
+    # then running without it: refused like any other bad option (`ConfigurationError`).
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     name: str = Field(default="episodes")
     """The tag the block gets inside `<memory>`."""

@@ -11,7 +11,7 @@ from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.memory.memory import BaseMemoryBlock
 from llama_index.memory.episodex._checks import configuration_errors
 from llama_index.memory.episodex._messages import check_messages, latest_user_text
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from episodex import SyncStepLessonMemory, ValidationError
 
@@ -71,6 +71,10 @@ class LessonsMemoryBlock(BaseMemoryBlock[str]):
         memory = Memory.from_defaults(memory_blocks=[block], tokenizer_fn=offline_tokenizer())
         ```
     """
+
+    # A misspelt option (`deffered=True`, `max_tokenz=5`) was dropped without a word, the block
+    # then running without it: refused like any other bad option (`ConfigurationError`).
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     name: str = Field(default="lessons")
     """The tag the block gets inside `<memory>`."""
