@@ -200,3 +200,36 @@ def test_the_cli_reindexes_with_a_progress_report(
     code = main(["--path", str(path), "--json", "recall", "--user", "u", "--agent", "a", "order 3"])
     out, _ = capsys.readouterr()
     assert code == 0 and json.loads(out)["previous_conversations"]
+
+
+def test_ctrl_c_during_a_cli_reindex_says_how_to_finish_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Interrupted, `episodex reindex` exited 130 with only a log line saying the re-index
+    # "was cancelled by its caller, then failed: StoreClosedError", as if something broke.
+    path = tmp_path / "store"
+    with SyncEpisodicMemory(path, embedder=old()) as mem:
+        mem.memorize_many(_episodes(300))
+        before = _export(mem)
+    reindex = EpisodicMemory.reindex
+
+    async def interrupted(self: EpisodicMemory, **kwargs: Any) -> Any:
+        def ctrl_c(done: int, total: int) -> None:
+            if done:
+                os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C once the first batch is embedded
+
+        kwargs["on_progress"] = ctrl_c
+        return await reindex(self, **kwargs)
+
+    monkeypatch.setattr(EpisodicMemory, "reindex", interrupted)
+    code = main(["--path", str(path), "reindex", "--batch-size", "50"])
+    err = capsys.readouterr().err
+    assert code == 130
+    assert "re-index stopped with nothing lost" in err and "`episodex reindex` again" in err
+    monkeypatch.undo()
+    # Nothing lost, and the next run finishes it.
+    assert main(["--path", str(path), "reindex", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["episodes"] == 300
+    with SyncEpisodicMemory(path) as mem:
+        assert _export(mem) == before

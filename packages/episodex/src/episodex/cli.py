@@ -584,6 +584,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"episodex: error: {where}{exc.strerror or exc}\n")
         return EXIT_FAILURE
     except KeyboardInterrupt:
+        if args.command == "reindex":
+            # The log may say the re-index "failed" as the store closed under it: it stopped,
+            # nothing is lost, and the next run goes on from where it stopped.
+            sys.stderr.write(
+                "episodex: interrupted; the re-index stopped with nothing lost: run "
+                "`episodex reindex` again to finish it from where it stopped\n"
+            )
         return EXIT_INTERRUPTED
 
 
