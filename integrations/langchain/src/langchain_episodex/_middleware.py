@@ -34,9 +34,20 @@ from langchain_episodex._context import run_scope
 from langchain_episodex._llm import from_langchain
 from langchain_episodex._options import check_recall_options, core_memory
 from langchain_episodex._recall import arecall_block, recall_block
-from langchain_episodex._run_positions import run_position, run_start, thread_end, thread_positions
+from langchain_episodex._run_positions import (
+    run_messages,
+    run_position,
+    run_start,
+    thread_end,
+    thread_positions,
+)
 from langchain_episodex._settings import check_ids
-from langchain_episodex._summaries import message_text, reflect_summaries, run_episodes
+from langchain_episodex._summaries import (
+    message_text,
+    recorded_line,
+    reflect_summaries,
+    run_episodes,
+)
 from langchain_episodex._tool import create_memory_search_tool
 
 try:
@@ -140,7 +151,9 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
     `stats()`. With a checkpointer, episodes of the same thread that are already in the
     message history are not recalled again; those a middleware that summarises or trims the
     history (`SummarizationMiddleware`) took out of it are (an episode's message positions
-    count every message of the thread, not only those left in the history).
+    count every message of the thread, not only those left in the history). A long run
+    whose own question such a middleware takes out before the run ends is still recorded:
+    the run state keeps its input for that.
 
     In `mode="lessons"`, every model call instead gets the REPEAT/AVOID block of step lessons
     for the current environment and state, from `lessons` (episodex's `StepLessonMemory`).
@@ -371,6 +384,13 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
             # The run's first message and the one before it, to find the run again at its end.
             "first_id": messages[start].id if start < len(messages) else None,
             "before_id": messages[start - 1].id if start else None,
+            "head_id": messages[0].id if messages else None,
+            # The run's input as it will be recorded: a long run's own first messages may
+            # leave the history (summarised, trimmed) before it ends.
+            "input": [
+                {"id": message.id, "line": recorded_line(message, self._search_tools())}
+                for message in messages[start:]
+            ],
             # Where it is in the whole thread, counting what a summary took from the history.
             **thread_positions(messages, start, previous),
             "conversation_id": scope.conversation_id,
@@ -381,6 +401,9 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
             "open": True,
         }
         return run, _last_text(messages[start:], HumanMessage)
+
+    def _search_tools(self) -> list[str]:
+        return [tool.name for tool in self.tools]
 
     def _options(self, run: Mapping[str, Any]) -> dict[str, Any]:
         options = dict(self.recall_options)
@@ -458,7 +481,10 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         messages: list[AnyMessage] = state["messages"]
         end = run_start(messages)
         start = run_position(messages, previous)
-        if start is None or start >= end:
+        if start is not None and start >= end:
+            return None
+        found = run_messages(messages[:end], previous)
+        if found is None or not any(found):
             return None
         return {"messages": messages[:end], self._run_key: previous}
 
@@ -470,9 +496,11 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         if self.mode != "episodes":
             return None
         unfinished = self._unfinished(state)
+        previous = state.get(self._run_key)
         if unfinished is not None:
             run_sync(self._record(unfinished))
-        return self._recall(state["messages"], self._scope(runtime), state.get(self._run_key))
+            previous = self._ended(unfinished)
+        return self._recall(state["messages"], self._scope(runtime), previous)
 
     async def abefore_agent(
         self, state: AgentState[Any], runtime: Runtime[Any]
@@ -484,11 +512,11 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         if self.mode != "episodes":
             return None
         unfinished = self._unfinished(state)
+        previous = state.get(self._run_key)
         if unfinished is not None:
             await self._record(unfinished)
-        return await self._arecall(
-            state["messages"], self._scope(runtime), state.get(self._run_key)
-        )
+            previous = self._ended(unfinished)
+        return await self._arecall(state["messages"], self._scope(runtime), previous)
 
     # -- every model call: inject --------------------------------------------------------
 
@@ -548,16 +576,18 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         if self.recorder is None or run is None:
             return
         messages: list[AnyMessage] = state["messages"]
-        start = run_position(messages, run)
-        if start is None:
+        found = run_messages(messages, run)
+        if found is None:
             logger.warning(
                 "the run of conversation %r is not recorded: its messages left the history "
                 "before it ended (a middleware that summarises or trims it?)",
                 run["conversation_id"],
             )
             return
-        ran = messages[start:]
-        if not _last_text(ran, HumanMessage).strip():
+        # `kept`: the lines of the run's input that left the history before the run ended.
+        kept, ran = found
+        asked = any(line[0] == "user" and line[1].strip() for line in kept)
+        if not asked and not _last_text(ran, HumanMessage).strip():
             return  # nothing the user asked: nothing to recall the run by
         tools: list[str] = []
         for message in ran:
@@ -568,10 +598,11 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         # Every part is summarised first and all are queued together: a run cancelled on the
         # way (a timeout) is then recorded whole or not at all, never in part.
         episodes: list[dict[str, Any]] = []
-        search_tools = [tool.name for tool in self.tools]
         # Counted over the whole thread (a run begun by an older version: in the history).
-        first = int(run.get("thread_start", start))
-        for episode in run_episodes(ran, start_index=first, search_tools=search_tools):
+        first = int(run.get("thread_start", len(messages) - len(ran)))
+        for episode in run_episodes(
+            ran, start_index=first, search_tools=self._search_tools(), kept=kept
+        ):
             short, long = episode.short_summary, episode.long_summary
             if self._reflect is not None:
                 try:
@@ -598,6 +629,13 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
             )
         await self.recorder.record_many(episodes)
 
+    def _ended(self, state: Mapping[str, Any]) -> dict[str, Any]:
+        """The run state of the run in `state`, recorded: where it ends in the thread."""
+        run: Mapping[str, Any] = state[self._run_key]
+        ended = {**run, **thread_end(state["messages"], run), "open": False}
+        ended.pop("input", None)  # recorded: the checkpoint need not carry it on
+        return ended
+
     def _closed(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
         # The run is recorded (or failed to be, and is the recorder's now): the next run must
         # not record it again.
@@ -605,7 +643,7 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         if run is None or not run.get("open"):
             return None
         # Where the run ends in the thread, so the next run counts on from there.
-        return {self._run_key: {**run, **thread_end(state["messages"], run), "open": False}}
+        return {self._run_key: self._ended(state)}
 
     def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Record the finished run as one episode."""

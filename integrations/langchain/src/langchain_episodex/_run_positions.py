@@ -7,6 +7,10 @@ ever had, so two episodes never claim the same messages and the recall can tell 
 episodes whose messages the model still sees (left out: they are in the prompt) from those
 a summary took away (recalled: only memory can bring them back). The count is carried from
 run to run in the middleware's private run state, anchored on message ids.
+
+A long run (a tool loop of many model calls) can lose its own first messages the same way
+before it ends: the run state keeps its input's lines, so the run is recorded from them and
+its messages still in the history.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
 
 
 def run_start(messages: Sequence[AnyMessage]) -> int:
@@ -121,19 +125,58 @@ def thread_positions(
     }
 
 
+def _own_start(messages: Sequence[AnyMessage], run: Mapping[str, Any], inputs: set[Any]) -> int:
+    """Where the run's messages left in the history begin, once its first messages left it.
+
+    A run adds the model's messages and its tools' results after its input. A message before
+    them is not the run's: one it knew from its start (the history's first, which a trim may
+    keep), or a user or system message its input did not bring (a summary of what was taken
+    out); the run's messages are those after the last of them.
+    """
+    earlier = {run.get("head_id"), run.get("before_id"), run.get("window_id")} - {None}
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message.id in earlier or (
+            isinstance(message, HumanMessage | SystemMessage) and message.id not in inputs
+        ):
+            return index + 1
+    return 0
+
+
+def run_messages(
+    messages: Sequence[AnyMessage], run: Mapping[str, Any]
+) -> tuple[list[list[str]], list[AnyMessage]] | None:
+    """The run's messages at its end, for its record; None if they left the history.
+
+    The lines of its input that left the history (kept in the run state at its start), and
+    its messages still in the history. A run begun by an older version kept no input: it is
+    found in the history or not at all.
+    """
+    position = run_position(messages, run)
+    kept: list[Mapping[str, Any]] | None = run.get("input")
+    if kept is None:
+        return None if position is None else ([], list(messages[position:]))
+    inputs = {item.get("id") for item in kept}
+    if position is None:
+        position = _own_start(messages, run, inputs)
+    ran = list(messages[position:])
+    if inputs <= {message.id for message in ran}:
+        return [], ran  # the whole run is in the history
+    return [list(item["line"]) for item in kept], [m for m in ran if m.id not in inputs]
+
+
 def thread_end(messages: Sequence[AnyMessage], run: Mapping[str, Any]) -> dict[str, Any]:
     """What the run state keeps at the run's end so the next run can count on from it.
 
     The thread position just past the run's last message (`thread_end`) and that message's
-    id (`last_id`); nothing when the run's messages left the history or it began with an
-    older version.
+    id (`last_id`, None when the history's last message is not the run's); nothing when the
+    run's messages left the history or it began with an older version.
     """
     if "thread_start" not in run or not messages:
         return {}
-    position = run_position(messages, run)
-    if position is None:
+    found = run_messages(messages, run)
+    if found is None:
         return {}
-    return {
-        "thread_end": int(run["thread_start"]) + len(messages) - position,
-        "last_id": messages[-1].id,
-    }
+    kept, ran = found
+    last = messages[-1].id if not kept or (ran and ran[-1] is messages[-1]) else None
+    return {"thread_end": int(run["thread_start"]) + len(kept) + len(ran), "last_id": last}

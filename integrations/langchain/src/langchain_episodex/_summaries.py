@@ -43,6 +43,7 @@ __all__ = [
     "exchange_episodes",
     "message_text",
     "recalled_count",
+    "recorded_line",
     "reflect_summaries",
     "run_episodes",
     "speaker_name",
@@ -208,8 +209,21 @@ def _line(
     return message_line(message.type, _recorded_text(message, search_tools), name=name)
 
 
+def recorded_line(message: BaseMessage, search_tools: Collection[str] = ()) -> list[str]:
+    """A message as the line its episode records, to keep in a run state (`run_episodes`' `kept`).
+
+    Plain strings, which any checkpointer stores: a message itself may carry data (images, a
+    tool's artifact) that one cannot.
+    """
+    return list(_line(message, search_tools))
+
+
 def run_episodes(
-    messages: Sequence[BaseMessage], *, start_index: int, search_tools: Collection[str] = ()
+    messages: Sequence[BaseMessage],
+    *,
+    start_index: int,
+    search_tools: Collection[str] = (),
+    kept: Sequence[Sequence[str]] = (),
 ) -> list[SpanEpisode]:
     """The episodes of an agent run's messages (the first at `start_index` of the thread).
 
@@ -218,8 +232,12 @@ def run_episodes(
         start_index: Where the first is in the thread.
         search_tools: Names of memory search tools whose replies are recorded as a marker
             (besides those known by their artifact).
+        kept: Lines (`recorded_line`) of the run's first messages that left the history
+            before it ended; they come before `messages`.
     """
-    return span_episodes([_line(m, search_tools) for m in messages], start_index=start_index)
+    lines = [cast("tuple[str, str] | tuple[str, str, str]", tuple(line)) for line in kept]
+    lines.extend(_line(m, search_tools) for m in messages)
+    return span_episodes(lines, start_index=start_index)
 
 
 def exchange_episodes(
