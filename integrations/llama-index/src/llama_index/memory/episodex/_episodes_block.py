@@ -22,6 +22,7 @@ from llama_index.memory.episodex._messages import (
     session_of,
     tools_called,
 )
+from llama_index.memory.episodex._resume import READ_WINDOW, recorded_overlap
 from llama_index.memory.episodex._turns import Turn
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
@@ -105,7 +106,8 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
     episode becomes several (`episodex.span_episodes`), never a truncated one. A failed
     recall leaves the block empty and a failed write keeps the episode for retry
     (`EpisodeRecorder`; with `spill_path` in a file, so a restart loses none); both are
-    logged and counted in `stats()`. Episodes whose messages
+    logged and counted in `stats()`. A session this block has not seen goes on where the
+    store left it (a history `Memory` keeps in a database, after a restart). Episodes whose messages
     are still in short-term memory are not recalled, so nothing is shown twice. When `Memory` is read,
     the block recalls the episodes that best match the latest user message, from this
     conversation and from the user's previous ones, and returns them as a labelled
@@ -190,8 +192,9 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
     _positions: dict[str, list[int]] = PrivateAttr(default_factory=dict[str, list[int]])
     _recorder: EpisodeRecorder | None = PrivateAttr(default=None)
     # Per session: a fingerprint of each recorded message still in short-term memory, oldest
-    # first, to notice a history replaced behind the block's back (`Memory.areset()`).
-    _kept: dict[str, list[int]] = PrivateAttr(default_factory=dict[str, list[int]])
+    # first, to notice a history replaced behind the block's back (`Memory.areset()`). None
+    # for one a resumed session has not shown yet (`_resume`): it matches any message.
+    _kept: dict[str, list[int | None]] = PrivateAttr(default_factory=dict[str, list[int | None]])
     # Per session: flushed messages whose exchange had not ended yet (recorded with its end).
     _held: dict[str, list[ChatMessage]] = PrivateAttr(default_factory=dict[str, list[ChatMessage]])
     # Per session: the turn its calls take between reading how far the session is recorded
@@ -395,11 +398,65 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
             self._held[conversation] = []
         return episodes
 
+    async def _resume(self, conversation: str, messages: list[ChatMessage], *, whole: bool) -> None:
+        """Take up a session this block has no position for where the store left it.
+
+        A `Memory` whose history is in a database (`async_database_uri`) goes on after a
+        restart with a new block: counting from 0 would store the history's recorded messages
+        again and give later episodes the indexes earlier ones hold. The episodes waiting in
+        the recorder (its spill file) are written first; the history is then lined up with
+        the stored texts (`recorded_overlap`). A fresh session (nothing stored) starts at 0.
+        Called in the session's turn, before its position is first read.
+
+        Args:
+            conversation: The session.
+            messages: The whole short-term history (`whole`), its oldest messages leaving it,
+                or messages given directly (then `[]`: none of them is recorded yet).
+            whole: `messages` is the whole short-term history.
+        """
+        if conversation in self._positions:
+            return
+        try:
+            await self.recorder.flush()
+            items = await self.memory.read_recent(
+                READ_WINDOW + 4 * len(messages),
+                user_id=self.user_id,
+                agent_id=self.agent_id,
+                conversation_id=conversation,
+            )
+        except Exception:
+            # Memory is an aid: the turn goes on, counted from 0 as before.
+            logger.warning(
+                "could not read how far conversation %r is stored; counting it from 0",
+                conversation,
+                exc_info=True,
+            )
+            self._positions[conversation] = [0, 0]
+            return
+        recorded = max((int(item["end_index"]) + 1 for item in items), default=0)
+        overlap = recorded_overlap(
+            items, messages, recorded, whole=whole, max_chars=self.long_summary_chars
+        )
+        if recorded:
+            logger.info(
+                "conversation %r goes on from message %d (%d of them in the history given)",
+                conversation,
+                recorded,
+                overlap,
+            )
+        self._positions[conversation] = [recorded - overlap, recorded]
+        shown = min(overlap, len(messages))
+        self._kept[conversation] = [
+            *(_fingerprint(m) for m in messages[:shown]),
+            *([None] * (overlap - shown)),
+        ]
+
     async def _record_complete(
         self, messages: list[ChatMessage], conversation: str, *, whole: bool = False
     ) -> None:
         """Record the complete exchanges (`whole`: all) of the short-term history not yet recorded."""
         async with self._turn(conversation):
+            await self._resume(conversation, messages, whole=True)
             self._check_history(conversation, messages, leaving=False)
             flushed, recorded = self._position(conversation)
             held = len(self._held.get(conversation, []))
@@ -431,7 +488,8 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
         if not kept:
             return
         seen = [_fingerprint(m) for m in messages[: len(kept)]]
-        if seen == kept[: len(seen)] and (len(seen) == len(kept) or leaving):
+        same = all(k is None or k == s for s, k in zip(seen, kept, strict=False))
+        if same and (len(seen) == len(kept) or leaving):
             return
         logger.info(
             "the short-term history of conversation %r was replaced (Memory.areset?): its "
@@ -470,6 +528,7 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
             # were never in short-term memory: what of it was recorded stays counted recorded
             # (`_record_upto` counted them on top), or the next `aget` would store it again.
             async with self._turn(conversation):
+                await self._resume(conversation, [], whole=False)
                 episodes = await self._record_upto(
                     conversation, messages, whole=True, leaving=True, given=True
                 )
@@ -494,6 +553,7 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
         # Complete exchanges are recorded at once; the start of an exchange whose answer is
         # still in short-term memory is held until it ends, so one exchange stays one episode.
         async with self._turn(conversation):
+            await self._resume(conversation, messages, whole=False)
             self._check_history(conversation, messages, leaving=True)
             episodes = await self._record_upto(conversation, messages, whole=False, leaving=True)
             del self._kept.setdefault(conversation, [])[: len(messages)]
