@@ -551,8 +551,10 @@ class ReflectiveMemory(_StoreMemory):
             rollout=episode.rollout,
         )
         answer = await asyncio.wait_for(ask(self.llm, prompt), self.timeout)
-        if not isinstance(answer, str) or not answer.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ValueError(f"the LLM answered {answer!r}, not a sentence")
+        # An answer without one letter or digit ("\x00", a zero-width space, "...") would be
+        # stored and shown in every recalled block as the episode's lesson.
+        if not isinstance(answer, str) or not any(ch.isalnum() for ch in answer):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValueError(f"the LLM answered {answer!r:.80}, not a sentence")
         return clip(answer, self.max_reflection_chars, ellipsis="...")
 
     async def record(self, episode: Episode) -> Episode:
