@@ -53,12 +53,11 @@ def run_position(messages: Sequence[AnyMessage], run: Mapping[str, Any]) -> int 
     if first is None and before is None:
         # Messages without ids (or a run begun by an older version): positions are all we have.
         return min(int(run["start"]), len(messages))
-    ids = [message.id for message in messages]
-    if first is not None and first in ids:
-        return ids.index(first)
-    if before is not None and before in ids:
-        return ids.index(before) + 1
-    return None
+    found = _index(messages, first)
+    if found is not None:
+        return found
+    found = _index(messages, before)
+    return None if found is None else found + 1
 
 
 def _index(messages: Sequence[AnyMessage], message_id: Any) -> int | None:

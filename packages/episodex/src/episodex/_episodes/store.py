@@ -635,10 +635,10 @@ class EpisodeStore:
         recall neither its other answers nor a place in the list.
         """
         answers: list[list[tuple[Hit, StreamRanks | None]]] = [[] for _ in requests]
-        pending = list(range(len(requests)))
-        asked = {i: requests[i].limit for i in pending}
-        while pending:
-            batch = [dataclasses.replace(requests[i], limit=asked[i]) for i in pending]
+        waiting = list(range(len(requests)))
+        asked = {i: requests[i].limit for i in waiting}
+        while waiting:
+            batch = [dataclasses.replace(requests[i], limit=asked[i]) for i in waiting]
             if explained:
                 got = self.engine.query_explained(self.collection, batch)
             else:
@@ -646,13 +646,13 @@ class EpisodeStore:
                     [(h, None) for h in hits] for hits in self.engine.query(self.collection, batch)
                 ]
             again: list[int] = []
-            for i, found in zip(pending, got, strict=True):
+            for i, found in zip(waiting, got, strict=True):
                 kept = [(h, ranks) for h, ranks in found if readable(h.id, h.payload)]
                 answers[i] = kept[: requests[i].limit]
                 if len(kept) < requests[i].limit and len(found) >= asked[i]:
                     asked[i] += len(found) - len(kept)
                     again.append(i)
-            pending = again
+            waiting = again
         return answers
 
     def _weights(self, options: RecallOptions) -> dict[str, float]:
