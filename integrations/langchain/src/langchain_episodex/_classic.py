@@ -16,6 +16,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from langchain_episodex._context import run_scope
 from langchain_episodex._options import check_recall_options, core_memory
+from langchain_episodex._positions import ExchangeCounter, stored_length
 from langchain_episodex._pydantic import configuration_error
 from langchain_episodex._recall import arecall_block
 from langchain_episodex._summaries import answer_value, exchange_episodes, message_text
@@ -31,6 +32,9 @@ except ImportError as exc:  # pragma: no cover - only without the extra
 __all__ = ["EpisodicConversationMemory", "EpisodicMemory"]
 
 logger = logging.getLogger("langchain_episodex")
+
+# Messages of one exchange: the question and the answer.
+_EXCHANGE = 2
 
 # Chain inputs that are never the user's message.
 _NOT_THE_INPUT = frozenset({"stop"})
@@ -115,6 +119,7 @@ class EpisodicConversationMemory(BaseMemory):
     """
 
     _recorder: EpisodeRecorder | None = PrivateAttr(default=None)
+    _counter: ExchangeCounter = PrivateAttr(default_factory=ExchangeCounter)
 
     def __init__(self, **data: Any) -> None:
         try:
@@ -220,6 +225,8 @@ class EpisodicConversationMemory(BaseMemory):
             # such a run too); raising here, after the model answered, cost the chain its answer.
             logger.warning("the exchange is not recorded: the user message has no text")
             return
+        episodes = exchange_episodes(asked, answered)
+        first = await self._first_index(scope)
         records = [
             {
                 "short_summary": episode.short_summary,
@@ -227,10 +234,12 @@ class EpisodicConversationMemory(BaseMemory):
                 "user_id": scope.user_id,
                 "agent_id": scope.agent_id,
                 "conversation_id": scope.conversation_id,
+                "start_index": first + episode.start_index,
+                "end_index": first + episode.end_index,
                 "speakers": list(episode.speakers),
                 "metadata": {"source": "langchain-classic"},
             }
-            for episode in exchange_episodes(asked, answered)
+            for episode in episodes
         ]
         # The chain calls this after the model answered, so raising would lose the answer;
         # and a write that fails (the store is down) is kept and retried before the next
@@ -239,6 +248,27 @@ class EpisodicConversationMemory(BaseMemory):
         await self.recorder.record_many(records)
         if self.recorder.stats().pending:
             logger.error("could not record the exchange as an episode; kept for retry")
+
+    async def _first_index(self, scope: MemoryScope) -> int:
+        """The index of the exchange's question in its conversation (the answer is the next).
+
+        The conversation's stored length is read once (the exchanges waiting in the recorder
+        written first), then counted; a conversation already stored, by this object before a
+        restart or by another, goes on after its last message.
+        """
+        stored = 0
+        if not self._counter.known(scope):
+            try:
+                await self.recorder.flush()
+                stored = await stored_length(self.memory, scope)
+            except Exception:
+                # Memory is an aid: the exchange is recorded all the same, counted from 0.
+                logger.warning(
+                    "could not read how far conversation %r is stored; counting it from 0",
+                    scope.conversation_id,
+                    exc_info=True,
+                )
+        return self._counter.take(scope, _EXCHANGE, stored)
 
     def save_context(self, inputs: dict[str, Any], outputs: dict[str, str]) -> None:
         """Record the exchange (chain input and output) as an episode (several if very long)."""
@@ -252,6 +282,7 @@ class EpisodicConversationMemory(BaseMemory):
         await self.memory.forget(
             user_id=scope.user_id, agent_id=scope.agent_id, conversation_id=scope.conversation_id
         )
+        self._counter.forget(scope)
 
     def clear(self) -> None:
         """Forget every episode of this conversation."""

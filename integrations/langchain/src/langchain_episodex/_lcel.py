@@ -12,6 +12,7 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 
 from langchain_episodex._context import WHERE, run_scope
 from langchain_episodex._options import check_recall_options, core_memory
+from langchain_episodex._positions import stored_length
 from langchain_episodex._recall import arecall_block, recall_block
 from langchain_episodex._settings import check_ids, check_max_tokens
 from langchain_episodex._summaries import answer_value, exchange_episodes, message_text
@@ -137,7 +138,10 @@ async def arecord_exchange(
     """Record a question and the chain's answer as an episode; returns its id.
 
     An exchange too long for one episode is stored as several (the core's span rule); the
-    id returned is then the first one's.
+    id returned is then the first one's. The question and the answer take the next two
+    message indexes of the conversation (`start_index`, `end_index`): one past the highest
+    its stored episodes hold. Two exchanges of one conversation recorded at the same time
+    may be given the same indexes.
 
     Args:
         memory: The core memory.
@@ -170,6 +174,8 @@ async def arecord_exchange(
             f"tools_invoked must be a list of tool names, got {tools_invoked!r:.80}"
         )
     tools = list(tools_invoked)
+    episodes = exchange_episodes(question, answer_value(answer), tools)
+    first = await stored_length(core, scope)
     # One batch: a long exchange's episodes are stored all together or not at all.
     ids = await core.memorize_many(
         [
@@ -179,11 +185,13 @@ async def arecord_exchange(
                 "user_id": scope.user_id,
                 "agent_id": scope.agent_id,
                 "conversation_id": scope.conversation_id,
+                "start_index": first + episode.start_index,
+                "end_index": first + episode.end_index,
                 "tools_invoked": tools,
                 "speakers": list(episode.speakers),
                 "metadata": {"source": "langchain-lcel"},
             }
-            for episode in exchange_episodes(question, answer_value(answer), tools)
+            for episode in episodes
         ]
     )
     return ids[0]

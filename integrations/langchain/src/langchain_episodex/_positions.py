@@ -1,0 +1,75 @@
+"""Where a recorded exchange goes in its conversation: message indexes for chains without a thread.
+
+The agent middleware counts a thread's messages. A classic chain's memory and `record_exchange`
+see one exchange at a time, so the conversation's length is read from the store: one past the
+highest message index of its newest episodes. Without it every exchange was stored as messages
+0 to 1, and the `start_index`/`end_index` a retriever's documents carry said nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from episodex import EpisodicMemory as CoreMemory
+from episodex import MemoryScope
+
+__all__ = ["ExchangeCounter", "stored_length"]
+
+#: Newest episodes read to find the conversation's highest index. An exchange is at most a few
+#: episodes; episodes imported with older times than later ones are the reason for the margin.
+READ_WINDOW = 64
+
+_Key = tuple[str, str, str]
+
+
+async def stored_length(memory: CoreMemory, scope: MemoryScope) -> int:
+    """How many messages of the scope's conversation are stored: one past its highest index."""
+    assert scope.conversation_id is not None  # the callers check it first
+    items = await memory.read_recent(
+        READ_WINDOW,
+        user_id=scope.user_id,
+        agent_id=scope.agent_id,
+        conversation_id=scope.conversation_id,
+    )
+    return max((int(item["end_index"]) + 1 for item in items), default=0)
+
+
+class ExchangeCounter:
+    """The next message index of each conversation one memory object records.
+
+    Read from the store once per conversation, then counted here: the exchanges waiting in a
+    recorder (the store is down) are not in the store yet, but their indexes are taken.
+    """
+
+    def __init__(self) -> None:
+        self._next: dict[_Key, int] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _key(scope: MemoryScope) -> _Key:
+        assert scope.conversation_id is not None  # the callers check it first
+        return (scope.user_id, scope.agent_id, scope.conversation_id)
+
+    def known(self, scope: MemoryScope) -> bool:
+        """The conversation's next index is counted here already (no store read needed)."""
+        with self._lock:
+            return self._key(scope) in self._next
+
+    def take(self, scope: MemoryScope, messages: int, stored: int) -> int:
+        """Reserve `messages` indexes; returns the first.
+
+        Args:
+            scope: The conversation.
+            messages: How many messages the exchange has.
+            stored: The conversation's stored length, used the first time only (a concurrent
+                first exchange may have counted it already).
+        """
+        with self._lock:
+            first = self._next.setdefault(self._key(scope), stored)
+            self._next[self._key(scope)] = first + messages
+            return first
+
+    def forget(self, scope: MemoryScope) -> None:
+        """The conversation was forgotten: count it from the store again."""
+        with self._lock:
+            self._next.pop(self._key(scope), None)
