@@ -258,7 +258,15 @@ class StepLessonMemory:
         new steps continue its numbering. An attempt still in progress on this memory (another
         task's) is taken up as it is: its rep, its task unless `task` is given, and the steps
         it recorded and has not stored yet.
+
+        The task's (or thread's) attempt until now is no longer its own from the start of the
+        call, so one that fails (`ValidationError`, `EngineError`) leaves none in progress.
         """
+        # A server reuses its threads (and a worker its task) for any user's requests: when
+        # this start failed and the caller went on without memory, the attempt its previous
+        # request started, another user's perhaps, gave this request its lessons and took
+        # its steps.
+        self._current.set(None)
         scope = lesson_scope(user_id, agent_id, session_id)
         if task is not None and not isinstance(task, str):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ValidationError(f"task must be a string, got {task!r}")
