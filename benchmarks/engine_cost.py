@@ -12,7 +12,11 @@ recall), one variant of the batch is timed, in rotation, before the real call go
 - `ranks`: the id-only stream searches alone;
 - `fused, one stream` and `its search alone`: one stream as a fused request (nested rank
   fusion, score formula, payload of the hits) and as a plain id-only search, both sides;
-- `full, no <stream> ranks`: `full` without one stream's id-only searches.
+- `full, no <stream> ranks`: `full` without one stream's id-only searches;
+- `fused, Qdrant's RRF` and `full, Qdrant's RRF`: the fused requests rendered as Qdrant's
+  built-in weighted RRF over plain prefetches (no rank step, no score formula), the weights
+  scaled by 25 with k 2 (`recall_replay_fusion.py`'s best K); a different fusion, timed only;
+- `fused, no payload`: the fused requests without the hits' payload.
 
 Prints the p50 and mean of each over all rounds but the first 5 of each.
 """
@@ -65,6 +69,32 @@ def main() -> None:
     def first_stream(reqs: Sequence[Fused]) -> list[Fused]:
         return [dataclasses.replace(r, streams=r.streams[:1], weights=r.weights[:1]) for r in reqs]
 
+    def qdrant_rrf(reqs: Sequence[Fused], *, ranks: bool) -> list[Any]:
+        memo: dict[Any, Any] = {}
+        out = [
+            qe.QueryRequest(
+                limit=r.limit,
+                prefetches=[
+                    edge._prefetch(s, edge._stream_filter(s, r.filter, key, memo), memo)
+                    for s in r.streams
+                ],
+                query=qe.Fusion.Rrf(k=2, weights=[25 * w for w in r.weights]),  # pyright: ignore[reportArgumentType]
+                with_payload=edge._payload_selector(r.with_payload),
+            )
+            for r in reqs
+        ]
+        if ranks:
+            out += [
+                edge.render_request(s, native_ids=True, key=key, memo=memo)
+                for s in stream_searches(reqs)
+            ]
+        return out
+
+    def no_payload(reqs: Sequence[Fused]) -> list[Any]:
+        return render(
+            [dataclasses.replace(r, with_payload=False) for r in reqs], fused=True, ranks=False
+        )
+
     variants: dict[str, Callable[[Sequence[Fused]], list[Any]]] = {
         "full": lambda r: render(r, fused=True, ranks=True),
         "fused": lambda r: render(r, fused=True, ranks=False),
@@ -73,6 +103,9 @@ def main() -> None:
         "its search alone": lambda r: render(first_stream(r), fused=False, ranks=True),
         "full, no splade ranks": lambda r: render(r, fused=True, ranks=True, skip="splade"),
         "full, no short ranks": lambda r: render(r, fused=True, ranks=True, skip="short"),
+        "fused, Qdrant's RRF": lambda r: qdrant_rrf(r, ranks=False),
+        "full, Qdrant's RRF": lambda r: qdrant_rrf(r, ranks=True),
+        "fused, no payload": no_payload,
     }
     names = list(variants)
     times: dict[str, list[float]] = {name: [] for name in names}
