@@ -277,9 +277,11 @@ class EpisodicConversationMemory(BaseMemory):
     async def aclear(self) -> None:
         """Forget every episode of this conversation."""
         scope = self._scope()
-        # Pending exchanges first: written after the forget, they would bring it back.
+        # Pending exchanges first: written after the forget, they would bring it back. The
+        # recorder's forget takes out those the store still cannot take (it may delete but
+        # not write: a nearly full disk), with no write of it in between.
         await self.recorder.flush()
-        await self.memory.forget(
+        await self.recorder.forget(
             user_id=scope.user_id, agent_id=scope.agent_id, conversation_id=scope.conversation_id
         )
         self._counter.forget(scope)

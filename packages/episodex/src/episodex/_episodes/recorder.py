@@ -32,9 +32,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from episodex._common.errors import ConfigurationError, ValidationError
+from episodex._common.errors import ConfigurationError, EngineError, ValidationError
 from episodex._common.files import atomic_write
-from episodex._common.validation import read_json, require_int
+from episodex._common.validation import read_json, require_id, require_int
 from episodex._episodes.model import ConversationEpisode
 
 if TYPE_CHECKING:
@@ -210,6 +210,68 @@ class EpisodeRecorder:
             await asyncio.to_thread(self._wait_for_writer)
         await self._write_pending()
         return self.stats().pending
+
+    async def forget(
+        self, *, user_id: str, agent_id: str, conversation_id: str | None = None
+    ) -> int:
+        """Forget this user and agent's episodes (one conversation's if given), stored and waiting.
+
+        The memory's `forget`, and the episodes waiting to be written (in memory and in the
+        spill file) taken out: written later, they would bring back what was forgotten. No
+        write of this recorder runs in between. Returns how many episodes were forgotten.
+
+        Raises:
+            ValidationError: An id is missing or not a string; nothing is forgotten.
+            EngineError: The store failed (nothing is forgotten), or the spill file could not
+                be rewritten (the stored episodes are forgotten, the waiting ones still wait:
+                call it again).
+        """
+        user_id = require_id("user_id", user_id)
+        agent_id = require_id("agent_id", agent_id)
+        if conversation_id is not None:
+            conversation_id = require_id("conversation_id", conversation_id)
+        return await asyncio.to_thread(self._forget_blocking, user_id, agent_id, conversation_id)
+
+    def _forget_blocking(self, user_id: str, agent_id: str, conversation_id: str | None) -> int:
+        def forgotten(episode: ConversationEpisode) -> bool:
+            return (
+                episode.user_id == user_id
+                and episode.agent_id == agent_id
+                and conversation_id in (None, episode.conversation_id)
+            )
+
+        with self._write_lock:
+            if conversation_id is None:
+                stored = self.memory.store.forget(
+                    user_id=user_id, agent_id=agent_id, everything=True
+                )
+            else:
+                stored = self.memory.store.forget(
+                    user_id=user_id, agent_id=agent_id, conversation_id=conversation_id
+                )
+            with self._lock:
+                dropped = 0
+                if self.spill_path is not None and self.spill_path.exists():
+                    try:
+                        spilled = [ep for ep in self._take_spilled() if not self._is_settled(ep)]
+                        left = [ep for ep in spilled if not forgotten(ep)]
+                        if len(left) < len(spilled):
+                            with atomic_write(self.spill_path) as fh:
+                                fh.writelines(
+                                    json.dumps(ep.model_dump(mode="json"), ensure_ascii=True) + "\n"
+                                    for ep in left
+                                )
+                            self._settled.clear()
+                    except OSError as exc:
+                        raise EngineError(
+                            f"forgot {stored} stored episode(s), but the waiting ones could not "
+                            f"be taken out of the spill file {self.spill_path} ({exc}); they "
+                            "would be written again: call forget again"
+                        ) from exc
+                    dropped = len(spilled) - len(left)
+                queued = sum(1 for ep in self._pending if forgotten(ep))
+                self._pending = deque(ep for ep in self._pending if not forgotten(ep))
+        return stored + dropped + queued
 
     def stats(self) -> RecorderStats:
         """Counters and the queue's size: the recorder's health."""
