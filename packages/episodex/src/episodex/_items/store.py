@@ -273,7 +273,8 @@ class ItemStore:
 
         Without a query (or a blank one) items come newest first (by last write). With one,
         the dense and BM25 searches over indexed items each take their `stage1_limit` best
-        and the engine fuses them by weighted RRF; items stored without text are not ranked.
+        and the engine fuses them by weighted RRF (then the next `stage1_limit` of the rest,
+        and so on, for hits past the first ones); items stored without text are not ranked.
         An item that cannot be read back (written by another program or an older release) is
         left out, logged once with its point id, and the next ones fill its place.
 
@@ -291,7 +292,9 @@ class ItemStore:
             dense_weight: RRF weight of the dense search.
             bm25_weight: RRF weight of the BM25 search.
             rrf_k: The RRF constant.
-            stage1_limit: Candidates each search takes before fusion (at least limit + offset).
+            stage1_limit: Candidates each search takes before fusion. Past this many hits the
+                ranking goes on with the items left, fused again at this depth, so every page
+                is a slice of one ranking.
         """
         base = tenant_filter(user_id, agent_id)
         prefix = check_namespace(namespace_prefix, "namespace_prefix: ", allow_empty=True)
@@ -333,15 +336,26 @@ class ItemStore:
             return []  # only stopwords, and only BM25 weighted
 
         def fused(n: int) -> list[Hit]:
-            depth = max(stage1, n)
-            request = Fused(
-                streams=tuple(Stream(using, vector, depth) for using, vector in vectors),
-                weights=tuple(weights[using] for using, _ in vectors),
-                k=k,
-                filter=flt,
-                limit=n,
-            )
-            return self.engine.query(self.collection, [request])[0]
+            # Pages must be slices of one ranking: fused from lists as deep as the page, each
+            # page was ranked anew past the `stage1`-th hit, and paging showed some items
+            # twice and others never. So the ranking is cut into stretches of `stage1`, each
+            # fused at that depth among the items the stretches before it left: the same
+            # whatever the page's limit and offset.
+            hits: list[Hit] = []
+            while len(hits) < n:
+                asked = min(stage1, n - len(hits))
+                request = Fused(
+                    streams=tuple(Stream(using, vector, stage1) for using, vector in vectors),
+                    weights=tuple(weights[using] for using, _ in vectors),
+                    k=k,
+                    filter=flt.and_not(HasId(tuple(h.id for h in hits))) if hits else flt,
+                    limit=asked,
+                )
+                stretch = self.engine.query(self.collection, [request])[0]
+                hits += _below(hits[-1].score if hits else None, stretch)
+                if len(stretch) < asked:
+                    break
+            return hits
 
         return _readable(offset, wanted, fused, scored=True)
 
@@ -429,6 +443,17 @@ def _readable(
         return None
 
     return read_readable(wanted, read, keep)[offset:]
+
+
+def _below(bound: float | None, stretch: list[Hit]) -> list[Hit]:
+    """`stretch` with its scores scaled to `bound` at most, so a ranking's scores descend.
+
+    A later stretch is fused among what is left, so its first hit scores like a first hit.
+    """
+    top = max((hit.score for hit in stretch), default=0.0)
+    if bound is None or top <= bound or top <= 0:
+        return stretch
+    return [Hit(hit.id, hit.score * bound / top, hit.payload) for hit in stretch]
 
 
 def _listed(values: object, name: str) -> list[Any]:
