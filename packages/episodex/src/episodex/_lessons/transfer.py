@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any, Literal
@@ -121,6 +122,19 @@ def _fail(errors: list[tuple[int, str]], what: str) -> ImportFileError:
     return ImportFileError(f"{len(errors)} bad {what}(s), nothing imported: {summary}", errors)
 
 
+# The numbers `export_memories` writes (`str` of a count, `repr` of a float), in ASCII digits.
+# `int()` and `float()` take much more: `1_0` (digit grouping) is 10, full-width and other
+# scripts' digits and padding are numbers too, so a mangled cell was read as another number.
+_COUNT = re.compile(r"[0-9]+", re.ASCII)
+_DECIMAL = re.compile(r"-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?", re.ASCII)
+
+
+def _number(column: str, text: str, pattern: re.Pattern[str]) -> str:
+    if pattern.fullmatch(text) is None:
+        raise ValidationError(f"{column}: {text!r:.40} is not a plain number")
+    return text
+
+
 def _from_row(row: Mapping[str, str]) -> dict[str, Any]:
     data: dict[str, Any] = {}
     for column in _COLUMNS:
@@ -133,9 +147,9 @@ def _from_row(row: Mapping[str, str]) -> dict[str, Any]:
         if column in _JSON_COLUMNS:
             data[column] = read_json(text)
         elif column in ("rep", "step_num"):
-            data[column] = int(text)
+            data[column] = int(_number(column, text, _COUNT))
         elif column == "confidence":
-            data[column] = float(text)
+            data[column] = float(_number(column, text, _DECIMAL))
         else:
             data[column] = text
     return data
@@ -203,8 +217,16 @@ def import_memories(
         if errors:
             raise _fail(errors, "record")
         return out
+    # The csv module refuses a cell over its field limit (128 KiB by default), one limit for
+    # the whole process: a long text `export_memories` wrote must read back, so the limit is
+    # raised to this text's length when it is lower (never lowered).
+    if csv.field_size_limit() < len(text):
+        csv.field_size_limit(len(text))
     reader = csv.DictReader(io.StringIO(text, newline=""))
-    header = tuple(reader.fieldnames or ())
+    try:
+        header = tuple(reader.fieldnames or ())
+    except csv.Error as exc:
+        raise ImportFileError(f"not csv: {exc}", [(1, str(exc))]) from None
     if header != _COLUMNS:
         missing = [c for c in _COLUMNS if c not in header]
         extra = [c for c in header if c not in _COLUMNS]
@@ -212,7 +234,17 @@ def import_memories(
             f"the csv header is not a step-memory export: missing {missing}, unknown {extra}",
             [(1, "bad header")],
         )
-    for number, row in enumerate(reader, start=1):
+    number = 0
+    while True:
+        number += 1
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            # The reader cannot go on past this: the rows read so far are not all the file.
+            errors.append((number, f"not csv: {exc}"))
+            break
         try:
             if None in row:
                 raise ValidationError(f"{len(row[None])} cell(s) more than the header has")  # type: ignore[index]
