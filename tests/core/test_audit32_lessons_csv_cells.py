@@ -10,7 +10,7 @@ without complaint, failed the import with the csv module's own error, not an `Im
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from episodex import ImportFileError, StepMemory, export_memories, import_memories
@@ -83,3 +83,15 @@ def test_a_very_long_text_round_trips_through_csv() -> None:
     step = _step(internal_state=long, think=long, correction=long)
     text = export_memories([step], "csv")
     assert import_memories(text, "csv") == [step]
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv"])
+@pytest.mark.parametrize("model", ["", "  "])
+def test_a_blank_embedding_model_reads_back_the_same(
+    fmt: Literal["json", "csv"], model: str
+) -> None:
+    # An empty csv cell is an absent value: "" came back as None, another step than the one
+    # exported; a blank model id names no model and is absent in every format.
+    step = _step(embedding_model=model)
+    assert step.embedding_model is None
+    assert import_memories(export_memories([step], fmt), fmt) == [step]

@@ -167,10 +167,16 @@ class StepMemory(FrozenModel):
     """The id of the model that made `internal_state_embedding`, set when a store embeds it.
 
     A step imported into a store with another model is embedded again: a vector of the same
-    length from another model would be compared with this store's queries all the same."""
+    length from another model would be compared with this store's queries all the same. An
+    empty (or blank) id names no model and is absent (None), as a csv export writes it."""
 
     @field_validator(
-        "think", "action_element_text", "outcome_reason", "correction", "task_incomplete"
+        "think",
+        "action_element_text",
+        "outcome_reason",
+        "correction",
+        "task_incomplete",
+        "embedding_model",
     )
     @classmethod
     def _optional_text(cls, value: str | None) -> str | None:
