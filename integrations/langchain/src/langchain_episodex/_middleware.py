@@ -207,8 +207,8 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         state_key: The state field holding the recalled block; also names the middleware
             (`EpisodicMemoryMiddleware[state_key]`), so two instances need two keys.
         name: The middleware name, instead of the one derived from `state_key`.
-        max_tokens: Token budget of the recalled block.
-        recall_options: Extra `EpisodicMemory.recall` options.
+        max_tokens: Token budget of the recalled block (mode `episodes`).
+        recall_options: Extra `EpisodicMemory.recall` options (mode `episodes`).
         record: Record each finished run as an episode.
         reflection_model: A LangChain model, or a `prompt -> text` function (async, or
             plain: called in a worker thread), that writes the episode's summaries; None
@@ -276,6 +276,21 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
                 )
             if current_state is not None and not callable(current_state):
                 raise ConfigurationError("current_state must be a function (state, runtime) -> str")
+            # Lessons mode neither recalls nor records episodes: these were taken and never
+            # used (a `max_tokens` that capped nothing), refused like `search_tool=True`.
+            given = {
+                "max_tokens": max_tokens is not None,
+                "recall_options": recall_options is not None,
+                "reflection_model": reflection_model is not None,
+                "spill_path": spill_path is not None,
+                "deferred": deferred is not False,
+            }
+            refused = [option for option, set_ in given.items() if set_]
+            if refused:
+                raise ConfigurationError(
+                    f"{', '.join(refused)} {'is' if len(refused) == 1 else 'are'} for "
+                    "mode='episodes'; lessons mode gives the lesson source's block as it is"
+                )
         self.memory: CoreMemory | None = memory if mode == "episodes" else None
         self.recorder: EpisodeRecorder | None = (
             EpisodeRecorder(
