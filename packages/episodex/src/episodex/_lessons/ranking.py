@@ -68,6 +68,20 @@ def _dedupe_key(memory: StepMemory) -> tuple[str, str, str]:
     )
 
 
+def _unit(vec: np.ndarray) -> np.ndarray | None:
+    """`vec` scaled to length 1, or None when it has no direction (all zeros).
+
+    Scaled by its largest number first: a vector of huge numbers (an imported one no model
+    made, 1e200 each) overflowed its length to infinity, and its cosine was NaN, which
+    ranked it anywhere and showed as "0%" in the block.
+    """
+    top = float(np.max(np.abs(vec))) if vec.size else 0.0
+    if not top > 0 or not np.isfinite(top):
+        return None
+    scaled = vec / top
+    return scaled / float(np.linalg.norm(scaled))
+
+
 def rank_lessons(
     candidates: Iterable[StepMemory],
     current_env: EnvState,
@@ -91,8 +105,7 @@ def rank_lessons(
     final_k = require_int("final_k", final_k, minimum=0)
     env_weight = require_weight("env_weight", env_weight)
     state_weight = require_weight("state_weight", state_weight)
-    query = np.asarray(state_vector, dtype=np.float64)
-    query_norm = float(np.linalg.norm(query))
+    query = _unit(np.asarray(state_vector, dtype=np.float64))
 
     scored: list[tuple[float, StepMemory]] = []
     for memory in candidates:
@@ -105,11 +118,10 @@ def rank_lessons(
     ranked: list[RetrievedLesson] = []
     for env, memory in scored[:top_k]:
         state = 0.0
-        if memory.internal_state_embedding is not None and query_norm > 0:
-            vec = np.asarray(memory.internal_state_embedding, dtype=np.float64)
-            norm = float(np.linalg.norm(vec))
-            if vec.shape == query.shape and norm > 0:
-                state = float(np.clip(vec @ query / (norm * query_norm), -1.0, 1.0))
+        if memory.internal_state_embedding is not None and query is not None:
+            vec = _unit(np.asarray(memory.internal_state_embedding, dtype=np.float64))
+            if vec is not None and vec.shape == query.shape:
+                state = float(np.clip(vec @ query, -1.0, 1.0))
         ranked.append(RetrievedLesson(memory, env, state, env_weight * env + state_weight * state))
     ranked.sort(key=lambda r: (-r.score, -r.env_score, -r.memory.rep, r.memory.step_num))
 
