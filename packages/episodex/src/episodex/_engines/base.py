@@ -119,7 +119,7 @@ def answer_batch(
 ) -> list[list[A]]:
     """`run` over the requests that can find something (`searchable`); none for the rest.
 
-    `run` is called even with no request left, so a closed engine still refuses. A fused
+    `run` is called even with no request left, so a closed engine still refuses. Every
     request's hits of equal score come in point-id order (`_tie_ordered`); `hit_of` is the hit
     of one of `run`'s answers.
     """
@@ -132,23 +132,24 @@ def answer_batch(
 def _tie_ordered(
     asked: list[R], run: Callable[[list[R]], list[list[A]]], hit_of: Callable[[A], Hit]
 ) -> list[list[A]]:
-    """`run`'s answers, each fused request's hits of equal score in point-id order.
+    """`run`'s answers, each request's hits of equal score in point-id order.
 
-    Each backend orders hits of one fused score its own way (Qdrant Edge by where the points
-    lie in its segments, so by the order they were written), and two episodes that equally
-    weighted streams rank the other way round have one score: a recall whose limit cut
-    through such a tie gave one episode on one store and another elsewhere. So a fused
-    request is asked for one hit more, and for more again while the hits tied with the last
-    one it keeps reach past what was read; the tie is then put in id order and cut.
+    Each backend orders hits of one score its own way (Qdrant Edge by where the points lie in
+    its segments, so by the order they were written; qdrant-client newest first), and equal
+    scores are common: two equally weighted streams ranking two episodes the other way round,
+    or one stream over two attempts at a task with the same indexed text. A recall whose
+    limit cut through such a tie gave one episode on one store and another elsewhere (or for
+    another limit). So a request is asked for one hit more, and for more again while the hits
+    tied with the last one it keeps reach past what was read; the tie is then put in id order
+    and cut.
     """
-    limits = [r.limit + 1 if isinstance(r, Fused) else r.limit for r in asked]
+    limits = [r.limit + 1 for r in asked]
     answers = run([_limited(r, n) for r, n in zip(asked, limits, strict=True)])
 
     def tie_past_read(i: int) -> bool:
         found, limit = answers[i], asked[i].limit
         return (
-            isinstance(asked[i], Fused)
-            and len(found) >= limits[i] > limit
+            len(found) >= limits[i] > limit
             and hit_of(found[limit - 1]).score == hit_of(found[-1]).score
         )
 
@@ -163,8 +164,6 @@ def _tie_ordered(
         again = [i for i in again if tie_past_read(i)]
     return [
         sorted(found, key=lambda a: (-hit_of(a).score, hit_of(a).id))[: r.limit]
-        if isinstance(r, Fused)
-        else found
         for r, found in zip(asked, answers, strict=True)
     ]
 

@@ -435,7 +435,7 @@ class JSONLTaskStore(BaseMemoryStore):
             }
             if not idf or k == 0:
                 return []
-            scored: list[tuple[float, int, Episode]] = []
+            scored: list[tuple[float, str, Episode]] = []
             for entry in self._entries.values():
                 if flt and not metadata_matches(entry.episode.metadata, flt):
                     continue
@@ -445,8 +445,10 @@ class JSONLTaskStore(BaseMemoryStore):
                     if t in idf
                 )
                 if score > 0 and (threshold is None or score >= threshold):
-                    scored.append((score, entry.seq, entry.episode))
-        scored.sort(key=lambda s: (-s[0], -s[1]))
+                    scored.append((score, entry.recency[1], entry.episode))
+        # Equal scores (attempts at a task with the same text) by point id, as the engines
+        # order them: by write order another attempt was recalled here than from Qdrant.
+        scored.sort(key=lambda s: (-s[0], s[1]))
         return [episode for _, _, episode in scored[:k]]
 
     # -- the store protocol --------------------------------------------------------------
