@@ -121,7 +121,8 @@ def test_writes_and_forgets_during_a_reindex_are_carried_over(tmp_path: Path) ->
             done.append(n)
 
         report = mem.reindex(new(), batch_size=50, on_progress=meanwhile)
-        assert report.episodes == 200 and report.removed == 1
+        # The forget deleted the staged copy itself, so the re-index had none to drop.
+        assert report.episodes == 200 and report.removed == 0
         assert mem.count(user_id="u", agent_id="a") == 200
         found = mem.recall(user_id="u", agent_id="a", query="late")["previous_conversations"]
         assert found[0]["short_summary_text"] == "late 0 about order 0"

@@ -32,6 +32,7 @@ __all__ = [
     "STAGING_MARK",
     "Engine",
     "ReindexableEngine",
+    "StagedEngine",
     "StreamRanks",
     "answer_batch",
     "bad_page_token",
@@ -323,6 +324,19 @@ class ReindexableEngine(Engine, Protocol):
 
     def switch_collection(self, collection: str, staging: str) -> None:
         """Serve `collection` from `staging` from now on, atomically; drop the old one."""
+        ...
+
+
+@runtime_checkable
+class StagedEngine(Protocol):
+    """An engine that can reach the staging collections an interrupted re-index left."""
+
+    def delete_staged(self, collection: str, flt: Filter) -> None:
+        """Delete the points matching `flt` from every staging collection of `collection`.
+
+        Those a re-index killed or failed midway left (open or only on disk), never the one
+        that serves `collection`. Raises `EngineError` when one cannot be read.
+        """
         ...
 
 

@@ -973,6 +973,57 @@ class EdgeEngine:
                 if name not in folders.values():
                     shutil.rmtree(self._root / name, ignore_errors=True)
 
+    def delete_staged(self, collection: str, flt: Filter) -> None:
+        """Delete the points matching `flt` from the staging folders a re-index left.
+
+        A re-index killed or failed midway leaves a full copy of the collection in its staging
+        folder until a later one finishes: a forget must reach it too. The folders are those
+        `switch_collection` would delete (never one that serves a collection); one not open is
+        opened for the delete and closed again.
+        """
+        with self._lock:
+            self._check_open()
+            serving = set(self._open.folders.values())
+            kind = self._kind(self._root / self.generation(collection))
+            for path in sorted(self._root.glob(f"{collection}{STAGING_MARK}*")):
+                name = path.name
+                if (
+                    not path.is_dir()
+                    or name in serving
+                    or name == self.generation(collection)
+                    or not is_staging_name(name, collection)
+                ):
+                    continue
+                manifest = path / _MANIFEST
+                if not manifest.is_file():
+                    continue  # half-made: nothing is written before the manifest
+                if _read_manifest(manifest).get("kind", "") != kind:
+                    continue  # another kind of records, not a copy of this collection
+                if name in self._shards:
+                    self.delete(name, flt)
+                else:
+                    self._delete_in_folder(path, flt)
+
+    def _delete_in_folder(self, folder: Path, flt: Filter) -> None:
+        stored = _read_manifest(folder / _MANIFEST)
+        key = _KEYERS.get(str(stored.get("edge_point_ids")))
+        if key is None:
+            raise EngineError(f"{folder} stores point ids this version cannot read")
+        self._folder_lock.check()
+        self._space.require(sparse_bytes(folder) + _DELETE_BYTES, f"opening {folder}")
+        try:
+            shard = qe.EdgeShard.load(str(folder))
+        except Exception as exc:
+            raise _engine_error(exc, f"cannot open {folder}") from exc
+        try:
+            shard.update(qe.UpdateOperation.delete_points_by_filter(render_filter(flt, key)))
+            shard.flush()
+        except Exception as exc:
+            raise _engine_error(exc, f"delete in {folder} failed") from exc
+        finally:
+            with contextlib.suppress(Exception):
+                shard.close()
+
     @staticmethod
     def _kind(folder: Path) -> object:
         """The kind of records a collection folder's manifest names (None: no manifest)."""

@@ -19,6 +19,7 @@ from episodex._engines.base import (
     bad_page_token,
     cap_count,
     explain_fused,
+    is_staging_name,
     ordered_page,
     refuse_bad_vectors,
     stream_searches,
@@ -523,6 +524,35 @@ class QdrantClientEngine:
         self._call(
             "drop collection", lambda: self._client.delete_collection(self._name(collection))
         )
+
+    def delete_staged(self, collection: str, flt: Filter) -> None:
+        """Delete the points matching `flt` from the staging collections a re-index left.
+
+        A re-index killed or failed midway leaves a full copy of the collection in its staging
+        collection until a later one finishes: a forget must reach it too. Never the
+        collection that serves `collection`, nor one holding another kind of records.
+        """
+        staged = f"{self._name(collection)}{STAGING_MARK}"
+
+        def copies() -> list[str]:
+            serving = self._alias_target(collection) or self._name(collection)
+            kind = (self._client.get_collection(serving).config.metadata or {}).get("kind")
+            found: list[str] = []
+            for described in self._client.get_collections().collections:
+                name = described.name
+                if (
+                    name == serving
+                    or not name.startswith(staged)
+                    or not is_staging_name(name.removeprefix(self._prefix), collection)
+                ):
+                    continue
+                metadata = self._client.get_collection(name).config.metadata or {}
+                if metadata.get("kind") == kind:
+                    found.append(name.removeprefix(self._prefix))
+            return found
+
+        for name in self._call("list staging collections", copies):
+            self.delete(name, flt)
 
     def switch_collection(self, collection: str, staging: str) -> None:
         """Serve `collection` from `staging` through an alias; drop the old collection."""

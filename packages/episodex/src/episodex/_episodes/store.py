@@ -34,7 +34,7 @@ from episodex._common.validation import (
 )
 from episodex._embedders.base import Embedder, embed_documents, embed_query
 from episodex._embedders.splade import SpladeEncoder
-from episodex._engines.base import Engine, ReindexableEngine, StreamRanks
+from episodex._engines.base import Engine, ReindexableEngine, StagedEngine, StreamRanks
 from episodex._engines.collection import (
     collection_bm25,
     delete_counted,
@@ -832,6 +832,10 @@ class EpisodeStore:
 
         Exactly one of `point_id`, `conversation_id` or `everything=True`. Returns how many
         episodes were deleted (0 when there was nothing to delete).
+
+        The copies a re-index killed or failed midway left in its staging collection are
+        deleted too, first: they would stay on disk until a later re-index finished. When one
+        cannot be reached, the error is raised before anything of the collection is deleted.
         """
         flt = tenant_filter(user_id, agent_id)
         chosen = sum((point_id is not None, conversation_id is not None, everything is True))
@@ -847,6 +851,10 @@ class EpisodeStore:
         elif conversation_id is not None:
             flt = flt.and_(Match("conversation_id", require_id("conversation_id", conversation_id)))
         with self._write_lock:
+            if isinstance(self.engine, StagedEngine):
+                # A staged copy deleted alone loses nothing: a resumed re-index copies again
+                # what the collection still holds.
+                self.engine.delete_staged(self.collection, flt)
             return delete_counted(self.engine, self.collection, flt)
 
     # -- export, import and statistics: each in its own module ----------------------------
