@@ -20,6 +20,7 @@ from episodex._engines.base import Engine
 from episodex._engines.collection import (
     clear_tombstones,
     collection_bm25,
+    delete_counted,
     open_collection,
     tenant_filter,
     tombstone,
@@ -415,15 +416,16 @@ class ItemStore:
         return self.engine.count(self.collection, prefix_filter(base, prefix))
 
     def forget(self, *, user_id: str, agent_id: str, namespace_prefix: Sequence[str] = ()) -> int:
-        """Delete every item of this user and agent under `namespace_prefix`; returns how many."""
+        """Delete every item of this user and agent under `namespace_prefix`; returns how many.
+
+        The items stored when the call starts: one another writer puts meanwhile is kept, and
+        the number is what was deleted (`delete_counted`).
+        """
         base = tenant_filter(user_id, agent_id)
         prefix = check_namespace(namespace_prefix, "namespace_prefix: ", allow_empty=True)
         flt = prefix_filter(base, prefix)
         with self._write_lock:
-            n = self.engine.count(self.collection, flt)
-            if n:
-                self.engine.delete(self.collection, flt)
-        return n
+            return delete_counted(self.engine, self.collection, flt)
 
 
 def _readable(
