@@ -15,6 +15,7 @@ from episodex import (
     ItemPut,
     ItemRef,
     ItemStore,
+    NotSupportedError,
     StoredItem,
     SyncEpisodicMemory,
     ValidationError,
@@ -63,7 +64,8 @@ class EpisodexStore(BaseStore):
     each item's indexed text, fused by weighted Reciprocal Rank Fusion in the engine, with
     `filter` (`$eq`, `$ne`, `$gt`, `$gte`, `$lt`, `$lte`, nested fields) also run in the
     engine. Without a query, items come newest first. TTLs are not supported: a `ttl` is
-    refused with `NotImplementedError` and `refresh_ttl` has nothing to refresh.
+    refused with `NotSupportedError` (a `NotImplementedError`, as LangGraph's own refusal) and
+    `refresh_ttl` has nothing to refresh.
 
     Setup:
         `pip install "langchain-episodex[langgraph]"` (or the `agents` extra).
@@ -195,9 +197,11 @@ class EpisodexStore(BaseStore):
         for op in ops:
             validate_op_namespace(op)
             if isinstance(op, PutOp) and op.ttl is not None:
-                raise NotImplementedError(
-                    "EpisodexStore does not support TTLs: put without ttl (or ttl=None) and "
-                    "delete items yourself when they expire"
+                # A NotImplementedError too, as LangGraph's own refusal of a ttl in `put`.
+                raise NotSupportedError(
+                    "EpisodexStore does not support TTLs: put without ttl (or ttl=None, and no "
+                    "default_ttl in ttl_config) and delete items yourself when they expire; "
+                    "nothing of this batch was written"
                 )
         results: list[Result] = [None] * len(ops)
         gets = [(i, op) for i, op in enumerate(ops) if isinstance(op, GetOp)]
