@@ -35,6 +35,7 @@ from langchain_episodex._llm import from_langchain
 from langchain_episodex._options import check_recall_options, core_memory
 from langchain_episodex._recall import arecall_block, recall_block
 from langchain_episodex._run_positions import (
+    run_episode_id,
     run_messages,
     run_position,
     run_start,
@@ -125,6 +126,14 @@ def _with_block(system: SystemMessage | None, block: str) -> SystemMessage:
     return system.model_copy(update={"content": new_content})
 
 
+def _thread_id() -> str | None:
+    try:
+        thread = (get_config().get("configurable") or {}).get("thread_id")
+    except RuntimeError:  # outside a LangGraph run
+        return None
+    return None if thread is None else str(thread)
+
+
 def _default_current_state(state: Mapping[str, Any], runtime: Runtime[Any]) -> str:
     # The agent's own latest words are its internal state; before it spoke, the user's request.
     messages: list[BaseMessage] = state.get("messages", [])
@@ -144,6 +153,8 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
       message, its final answer and the tools it invoked (summarised by `reflection_model`
       when one is given). A run whose stream the consumer stopped before that step (it broke
       out of `agent.stream`, closed `astream`) is recorded by the next run of its thread.
+      A run LangGraph runs again from a checkpoint (`invoke(None, config)` with a
+      `checkpoint_id`, or a new input there) replaces the record of the run it re-ran.
 
     Memory never costs the user the answer: a failed recall runs the agent without the block
     and a failed record keeps the episode in a bounded queue (`EpisodeRecorder`) that is
@@ -411,6 +422,8 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
             "conversation_id": scope.conversation_id,
             "user_id": scope.user_id,
             "agent_id": scope.agent_id,
+            # The LangGraph thread: a run it replays or forks is recorded under the same ids.
+            "thread_id": _thread_id(),
             # Not yet recorded: `after_agent` closes it. A run the consumer stopped streaming
             # before that step stays open in the checkpoint, and the next run records it.
             "open": True,
@@ -640,6 +653,8 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
                     "tools_invoked": tools,
                     "speakers": list(episode.speakers),
                     "metadata": metadata,
+                    # A run recorded again (replayed from a checkpoint) replaces its record.
+                    "point_id": run_episode_id(run, episode.start_index, episode.part),
                 }
             )
         await self.recorder.record_many(episodes)

@@ -11,10 +11,16 @@ run to run in the middleware's private run state, anchored on message ids.
 A long run (a tool loop of many model calls) can lose its own first messages the same way
 before it ends: the run state keeps its input's lines, so the run is recorded from them and
 its messages still in the history.
+
+A run LangGraph runs again from one of its checkpoints (time travel: a replay, or a fork with
+an edited input) is recorded again at its end: its episodes are stored under ids of the run's
+place in the thread, so that record replaces the one of the branch the thread left.
 """
 
 from __future__ import annotations
 
+import json
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -179,3 +185,33 @@ def thread_end(messages: Sequence[AnyMessage], run: Mapping[str, Any]) -> dict[s
     kept, ran = found
     last = messages[-1].id if not kept or (ran and ran[-1] is messages[-1]) else None
     return {"thread_end": int(run["thread_start"]) + len(kept) + len(ran), "last_id": last}
+
+
+_EPISODE_IDS = uuid.UUID("5d0c7a3e-8f41-4b62-9e17-2a6b3c9d0e84")
+
+
+def run_episode_id(run: Mapping[str, Any], start_index: int, part: int | None) -> str | None:
+    """The point id of the run's episode at thread position `start_index` (and `part`).
+
+    The same for every recording of the run: LangGraph replays it from a checkpoint (its run
+    state is in the checkpoint), or forks the thread where it began with another input (the
+    same message before it). Either recording replaces the other instead of storing the
+    exchange twice at the same positions. The anchor is a message id within the LangGraph
+    thread, so runs of other threads sharing a conversation id never share an id. None (a
+    new id each time, as before) without a thread: a run without a checkpointer begins at
+    position 0 every time and may be given the same message object again.
+    """
+    thread = run.get("thread_id")
+    anchor = run.get("before_id") or run.get("first_id")
+    if thread is None or anchor is None:
+        return None
+    place = [
+        str(thread),
+        run["user_id"],
+        run["agent_id"],
+        run["conversation_id"],
+        str(anchor),
+        start_index,
+        part,
+    ]
+    return str(uuid.uuid5(_EPISODE_IDS, json.dumps(place)))
