@@ -198,7 +198,8 @@ async def test_three_attempts_learn_from_graded_steps(engine: Engine, embedder: 
         HelpDesk().observe(),
         f"Task: {TASK}. I am on /tickets/7 and the ticket shows {TICKET[-1]}.",
     )
-    found = await lessons.retrieve_memories(env, state, final_k=10)
+    # The attempt has ended: its lessons for a state are read by passing it.
+    found = await lessons.retrieve_memories(env, state, final_k=10, attempt=episode)
     assert found[0].memory.action == "click('12')" and found[0].env_score == 1.0
     assert all(r.env_score >= 0.7 and 0 < r.state_score <= 1.0 + 1e-6 for r in found)
     assert len({(r.memory.action, r.memory.action_element_text) for r in found}) == len(
@@ -220,8 +221,11 @@ async def test_three_attempts_learn_from_graded_steps(engine: Engine, embedder: 
     ]
     for fmt in ("json", "csv"):
         assert import_memories(export_memories(everything, fmt), fmt) == everything  # type: ignore[arg-type]
-    block = await lessons.lessons_block(env, state)
-    assert export_memories(await lessons.retrieve_memories(env, state), "prompt") == block
+    block = await lessons.lessons_block(env, state, attempt=episode)
+    assert (
+        export_memories(await lessons.retrieve_memories(env, state, attempt=episode), "prompt")
+        == block
+    )
 
     copy_engine = open_engine(location=":memory:")
     try:

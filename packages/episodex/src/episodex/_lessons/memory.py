@@ -81,6 +81,14 @@ _KEPT_ATTEMPTS = 1024
 _AttemptKey = tuple[str, str, str, str]
 
 
+@dataclass(frozen=True, slots=True)
+class _Own:
+    """The attempt a task (or thread) started, and whether that task has ended it since."""
+
+    key: _AttemptKey
+    ended: bool = False
+
+
 def _key(attempt: Attempt) -> _AttemptKey:
     return (attempt.user_id, attempt.agent_id, attempt.session_id, attempt.run_id)
 
@@ -181,7 +189,7 @@ class StepLessonMemory:
         self._attempts: OrderedDict[_AttemptKey, tuple[Attempt, dict[str, StepMemory]]] = (
             OrderedDict()
         )
-        self._current: contextvars.ContextVar[_AttemptKey | None] = contextvars.ContextVar(
+        self._current: contextvars.ContextVar[_Own | None] = contextvars.ContextVar(
             f"episodex_lessons_attempt_{id(self)}", default=None
         )
 
@@ -197,25 +205,36 @@ class StepLessonMemory:
 
     @property
     def episode(self) -> Attempt | None:
-        """The attempt in progress in this task (or thread), or None before `init_episode`."""
-        run = self._current_run()
-        return None if run is None else self._attempts[run][0]
+        """The attempt in progress in this task (or thread), or the one it ended last.
+
+        None before `init_episode`. An ended attempt is here to be read back (its steps, their
+        grades); lessons for a new state and new steps need the next `init_episode`.
+        """
+        own = self._own()
+        return None if own is None else self._attempts[own.key][0]
 
     @property
     def steps(self) -> list[StepMemory]:
-        """The steps of the attempt in progress, in order."""
-        run = self._current_run()
-        steps = {} if run is None else self._attempts[run][1]
+        """The steps of the attempt in progress (or of the one this task ended last), in order."""
+        own = self._own()
+        steps = {} if own is None else self._attempts[own.key][1]
         return sorted(steps.values(), key=lambda m: m.step_num)
 
-    def _current_run(self) -> _AttemptKey | None:
+    def _own(self) -> _Own | None:
         # Only the attempt this task (or thread) started: a call from elsewhere passes its
         # Attempt. Falling back to "the only open attempt" gave a request that skipped
         # init_episode the attempt, and the lessons, of whichever user had one open.
-        run = self._current.get()
-        return run if run is not None and run in self._attempts else None
+        own = self._current.get()
+        return own if own is not None and own.key in self._attempts else None
 
-    def _require_episode(self, attempt: Attempt | None = None) -> Attempt:
+    def _require_episode(self, attempt: Attempt | None = None, *, ended: bool = False) -> Attempt:
+        """The attempt a call means: `attempt`, else the one this task started.
+
+        With `ended`, also the one this task ended: a call that only reads, stores or grades
+        what that attempt recorded. Without it, an ended attempt is refused: a server reuses
+        its threads (a worker its task) for any user's requests, and a later request that
+        skipped `init_episode` got the ended attempt's lessons and put its steps there.
+        """
         if attempt is not None:
             if not isinstance(attempt, Attempt):  # pyright: ignore[reportUnnecessaryIsInstance]
                 raise ValidationError(f"attempt must be an Attempt, got {type(attempt).__name__}")
@@ -226,8 +245,14 @@ class StepLessonMemory:
                     "init_episode(session_id, user_id=..., agent_id=..., run_id=...)"
                 )
             return self._attempts[_key(attempt)][0]
-        run = self._current_run()
-        if run is None:
+        own = self._own()
+        if own is not None and own.ended and not ended:
+            raise ValidationError(
+                "no episode in progress in this task: the attempt it started has ended "
+                "(end_episode); call init_episode(session_id, user_id=..., agent_id=...) for the "
+                "next one, or pass the Attempt it returned as attempt="
+            )
+        if own is None:
             raise ValidationError(
                 "no episode in progress in this task: call init_episode(session_id, "
                 "user_id=..., agent_id=...) first, or pass the Attempt it returned as attempt="
@@ -235,7 +260,7 @@ class StepLessonMemory:
                 else "several attempts are in progress on this memory and none was started in "
                 "this task: pass the Attempt that init_episode returned as attempt="
             )
-        return self._attempts[run][0]
+        return self._attempts[own.key][0]
 
     def _steps_of(self, episode: Attempt) -> dict[str, StepMemory]:
         return self._attempts[_key(episode)][1]
@@ -306,7 +331,7 @@ class StepLessonMemory:
         self._attempts.move_to_end(_key(attempt))
         while len(self._attempts) > _KEPT_ATTEMPTS:
             self._attempts.popitem(last=False)
-        self._current.set(_key(attempt))
+        self._current.set(_Own(_key(attempt)))
         return attempt
 
     async def record_step_start(
@@ -395,7 +420,7 @@ class StepLessonMemory:
         `final_env` is the state after the last step, if not recorded yet. Storing again
         replaces the stored copies.
         """
-        episode = self._require_episode(attempt)
+        episode = self._require_episode(attempt, ended=True)
         steps = self._steps_of(episode)
         last = _last_step(steps)
         if final_env is not None and last is not None and last.env_post is None:
@@ -426,7 +451,7 @@ class StepLessonMemory:
                 this memory is graded in its own copy, the steps it has not stored too.
             attempt: The attempt in progress (default: the one this task started).
         """
-        episode = self._require_episode(attempt)
+        episode = self._require_episode(attempt, ended=True)
         result = GradingResult.parse(grading_result, where="grading_result: ")
         if run_id is not None:
             require_id("run_id", run_id)
@@ -493,7 +518,7 @@ class StepLessonMemory:
         Returns None, and logs a warning, when there is no grader: the steps stay pending and
         will never be lessons.
         """
-        episode = self._require_episode(attempt)
+        episode = self._require_episode(attempt, ended=True)
         steps = sorted(self._steps_of(episode).values(), key=lambda m: m.step_num)
         grader = grader if grader is not None else self.grader
         if grader is None:
@@ -517,8 +542,18 @@ class StepLessonMemory:
         grader: Grader | None = None,
         attempt: Attempt | None = None,
     ) -> GradingResult | None:
-        """Store the attempt's steps, then grade them (see `grade_episode`)."""
-        episode = self._require_episode(attempt)
+        """Store the attempt's steps, then grade them (see `grade_episode`).
+
+        From the start of the call, the attempt is no longer in progress in this task (or
+        thread): its steps and grades can be read back and stored again, but lessons for a
+        new state and new steps need the next `init_episode` (or the attempt as `attempt=`).
+        """
+        episode = self._require_episode(attempt, ended=True)
+        own = self._own()
+        if own is not None and own.key == _key(episode):
+            # Until the next init_episode here, a server thread (or a worker's task) reused
+            # for another user's request showed it this attempt's lessons and took its steps.
+            self._current.set(_Own(own.key, ended=True))
         await self.persist_memories(final_env=final_env, attempt=episode)
         return await self.grade_episode(grader, attempt=episode)
 
