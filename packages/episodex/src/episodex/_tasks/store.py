@@ -22,6 +22,7 @@ from episodex._common.text import clip
 from episodex._common.validation import (
     INT64_MAX,
     INT64_MIN,
+    id_problem,
     is_finite,
     require_id,
     require_int,
@@ -121,10 +122,14 @@ def tenant_arg(user_id: object, agent_id: object) -> Tenant:
     for name, value in (("user_id", user_id), ("agent_id", agent_id)):
         if value is None:
             checked.append(None)
-        elif not isinstance(value, str) or not value.strip():
-            raise ValidationError(f"{name} must be None or a non-empty string, got {value!r}")
-        else:
-            checked.append(value)
+            continue
+        # The package's one id rule, as the other stores apply it: a lone surrogate passed
+        # here failed the JSONL store's every write untyped, and a 600-character id was
+        # stored by one store and refused by the others.
+        problem = id_problem(value)
+        if problem is not None:
+            raise ValidationError(f"{name} must be None or a valid id: it {problem}")
+        checked.append(str(value))
     return checked[0], checked[1]
 
 
