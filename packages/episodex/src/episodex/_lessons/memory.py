@@ -667,9 +667,23 @@ class StepLessonMemory:
         return [m.id for m in stored]
 
     async def forget_session(self, session_id: str, *, user_id: str, agent_id: str) -> int:
-        """Delete every stored step of one session of this user and agent; returns how many."""
+        """Delete every stored step of one session of this user and agent; returns how many.
+
+        Its attempts in progress here are let go first: a later `persist_memories` or
+        `end_episode` of one would have stored the forgotten steps again. Calls on such an
+        attempt then raise `ValidationError`; the session starts again with `init_episode`.
+        If the delete fails, they are kept, as are the stored steps.
+        """
         flt = lesson_scope(user_id, agent_id, session_id)
-        return await in_thread(self._store.delete, flt)
+        session = (user_id, agent_id, session_id)
+        taken = {key: held for key, held in self._attempts.items() if key[:3] == session}
+        for key in taken:
+            del self._attempts[key]
+        try:
+            return await in_thread(self._store.delete, flt)
+        except BaseException:
+            self._attempts.update(taken)
+            raise
 
     async def count(self, session_id: str, *, user_id: str, agent_id: str) -> int:
         """Number of stored steps of one session of this user and agent."""
