@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import io
 import json
 import os
@@ -76,7 +77,15 @@ def _json_default(value: object) -> Any:
 
 
 def _dump(value: Any) -> str:
-    return json.dumps(value, default=_json_default, ensure_ascii=False, indent=2)
+    text = json.dumps(value, default=_json_default, ensure_ascii=False, indent=2)
+    try:
+        text.encode(getattr(sys.stdout, "encoding", None) or "utf-8")
+    except (UnicodeEncodeError, LookupError):
+        # A stdout encoding without some character (LC_ALL=C, PYTHONIOENCODING=latin-1):
+        # \u escapes are the same JSON in any encoding, where the stream's replacement would
+        # not be JSON at all.
+        return json.dumps(value, default=_json_default, ensure_ascii=True, indent=2)
+    return text
 
 
 def _version() -> str:
@@ -555,9 +564,29 @@ def _quiet_stdout() -> None:
         pass
 
 
+def _lenient_stdout() -> Callable[[], None]:
+    """Let stdout show what its encoding lacks as escapes; returns what puts it back.
+
+    The answer is printed after the command ran: a character the terminal's encoding lacks
+    must not turn a done command into an error (exit 2 said the input was bad).
+    """
+    stdout = sys.stdout
+    if not isinstance(stdout, io.TextIOWrapper) or stdout.errors != "strict":
+        return lambda: None
+    stdout.reconfigure(errors="backslashreplace")
+
+    def restore() -> None:
+        # Putting it back flushes it: output that could not be written was reported already.
+        with contextlib.suppress(OSError, ValueError):
+            stdout.reconfigure(errors="strict")
+
+    return restore
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     args = _parse(argv)
+    restore_stdout = _lenient_stdout()
     try:
         return asyncio.run(_command(args))
     except BrokenPipeError:
@@ -592,6 +621,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "`episodex reindex` again to finish it from where it stopped\n"
             )
         return EXIT_INTERRUPTED
+    finally:
+        restore_stdout()
 
 
 if __name__ == "__main__":
