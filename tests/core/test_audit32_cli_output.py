@@ -3,7 +3,8 @@
 Under a locale or `PYTHONIOENCODING` whose encoding lacks a character of the answer (`LC_ALL=C`
 with `PYTHONUTF8=0`, `latin-1`), `recall`, `stats` and the `--json` answers used to stop with
 "episodex: error: 'ascii' codec can't encode character" and exit 2, the code of a bad input,
-after the command had run.
+after the command had run. A closed stdin or stdout (`<&-`, `>&-`) gave a Python traceback,
+after the command had stored its episode when stdout was the closed one.
 """
 
 from __future__ import annotations
@@ -62,3 +63,21 @@ def test_answers_print_under_an_encoding_without_their_characters(
     code, out, err = _episodex("--path", store, "stats", *IDS, env=env)
     assert (code, err) == (0, "")
     assert "rembours" in out.decode(encoding)
+
+
+def test_a_closed_stdout_is_refused_before_anything_is_stored(tmp_path: Path) -> None:
+    path = str(tmp_path / "s")
+    add = ["--path", path, "add", *IDS, "--conversation", "c", "--short", "s", "--long", "l"]
+    code, _, err = _episodex(*add, shell=">&-")
+    assert code == 2 and "Traceback" not in err
+    assert err.startswith("episodex: error: ") and "stdout" in err and err.count("\n") == 1
+    assert not Path(path).exists()
+
+
+def test_a_closed_stdin_is_a_usage_error(tmp_path: Path) -> None:
+    path = str(tmp_path / "s")
+    for args in (["import", "-"], ["add", "--from-json", "-"]):
+        code, _, err = _episodex("--path", path, *args, shell="<&-")
+        assert code == 2 and "Traceback" not in err
+        assert err.startswith("episodex: error: ") and "stdin" in err and err.count("\n") == 1
+    assert not Path(path).exists()

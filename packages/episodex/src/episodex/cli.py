@@ -272,6 +272,10 @@ def _open(args: argparse.Namespace) -> EpisodicMemory:
 
 def _read_bytes(name: str) -> bytes:
     if name == "-":
+        if sys.stdin is None:  # started with stdin closed (`<&-`)
+            raise ValidationError(
+                "stdin is closed; pipe the input in, or give a file name instead of '-'"
+            )
         buffer = getattr(sys.stdin, "buffer", None)
         if buffer is not None:
             return buffer.read()
@@ -586,6 +590,11 @@ def _lenient_stdout() -> Callable[[], None]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     args = _parse(argv)
+    if sys.stdout is None:  # started with stdout closed (`>&-`)
+        # Refused before the command runs: its answer (a new point id, what was deleted)
+        # would be lost after it changed the store.
+        sys.stderr.write("episodex: error: stdout is closed; send it somewhere (e.g. >/dev/null)\n")
+        return EXIT_USAGE
     restore_stdout = _lenient_stdout()
     try:
         return asyncio.run(_command(args))
