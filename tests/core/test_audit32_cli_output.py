@@ -4,7 +4,8 @@ Under a locale or `PYTHONIOENCODING` whose encoding lacks a character of the ans
 with `PYTHONUTF8=0`, `latin-1`), `recall`, `stats` and the `--json` answers used to stop with
 "episodex: error: 'ascii' codec can't encode character" and exit 2, the code of a bad input,
 after the command had run. A closed stdin or stdout (`<&-`, `>&-`) gave a Python traceback,
-after the command had stored its episode when stdout was the closed one.
+after the command had stored its episode when stdout was the closed one. `export -o -` wrote a
+file named `-`, where `import -` and `add --from-json -` read stdin.
 """
 
 from __future__ import annotations
@@ -81,3 +82,13 @@ def test_a_closed_stdin_is_a_usage_error(tmp_path: Path) -> None:
         assert code == 2 and "Traceback" not in err
         assert err.startswith("episodex: error: ") and "stdin" in err and err.count("\n") == 1
     assert not Path(path).exists()
+
+
+def test_export_to_dash_writes_stdout(
+    store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["--path", store, "export", *IDS, "-o", "-"]) == 0
+    out, _ = capsys.readouterr()
+    assert [json.loads(line)["short_summary"] for line in out.splitlines()] == [SHORT]
+    assert not (tmp_path / "-").exists()

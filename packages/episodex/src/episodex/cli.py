@@ -200,7 +200,7 @@ def _parser() -> argparse.ArgumentParser:
 
     exp = command("export", "export episodes as JSONL")
     ids(exp, conversation=True)
-    exp.add_argument("--output", "-o", help="file to write (default: stdout)")
+    exp.add_argument("--output", "-o", help="file to write ('-' or left out: stdout)")
 
     st = command("stats", "behaviour statistics of a user with an agent")
     ids(st)
@@ -464,7 +464,8 @@ async def _recall(args: argparse.Namespace, mem: EpisodicMemory) -> None:
 
 async def _export(args: argparse.Namespace, mem: EpisodicMemory) -> None:
     where = {"user_id": args.user, "agent_id": args.agent, "conversation_id": args.conversation}
-    if args.output:
+    # '-' is stdout, as it is stdin for `import -` and `add --from-json -`.
+    if args.output and args.output != "-":
         n = await mem.export(args.output, **where)
         if args.json:
             _write(_dump({"exported": n, "output": args.output}))
