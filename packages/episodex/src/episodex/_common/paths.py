@@ -6,6 +6,8 @@ import os
 import sys
 from pathlib import Path
 
+from episodex._common.errors import ConfigurationError
+
 __all__ = ["STORE_ENV", "default_store_path"]
 
 #: The environment variable that names the default store folder.
@@ -30,8 +32,18 @@ def default_store_path() -> Path:
     `$EPISODEX_PATH` when set; otherwise `episodex/memory` in the user's data folder:
     `$XDG_DATA_HOME` (default `~/.local/share`) on Linux, `~/Library/Application Support` on
     macOS, `%LOCALAPPDATA%` on Windows.
+
+    Raises:
+        ConfigurationError: `$EPISODEX_PATH` is set but blank. Read as unset, a script whose
+            variable behind it was empty (`EPISODEX_PATH=$STORE episodex forget ... --all`)
+            worked on the default store instead of the one meant.
     """
     override = os.environ.get(STORE_ENV)
+    if override is not None and not override.strip():
+        raise ConfigurationError(
+            f"${STORE_ENV} is set but empty; give it the store's folder, or unset it to use "
+            "the default store"
+        )
     if override:
         return Path(override).expanduser()
     return _data_home() / "episodex" / "memory"
