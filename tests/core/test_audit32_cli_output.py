@@ -92,3 +92,16 @@ def test_export_to_dash_writes_stdout(
     out, _ = capsys.readouterr()
     assert [json.loads(line)["short_summary"] for line in out.splitlines()] == [SHORT]
     assert not (tmp_path / "-").exists()
+
+
+def test_a_block_budget_without_the_block_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # `recall --max-tokens 50` printed the whole list: the budget was taken and capped nothing.
+    argv = ["--path", str(tmp_path / "s"), "recall", "--user", "u", "--agent", "a"]
+    with pytest.raises(SystemExit) as info:
+        main([*argv, "--conversation", "c", "refund", "--max-tokens", "50"])
+    out, err = capsys.readouterr()
+    assert info.value.code == 2
+    assert out == "" and "--max-tokens is the budget of --block" in err
+    assert not (tmp_path / "s").exists()

@@ -242,6 +242,9 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error("--qdrant-api-key needs --url: an embedded store has no API key")
     if args.grpc and not args.url:
         parser.error("--grpc needs --url")
+    if args.command == "recall" and args.max_tokens is not None and not args.block:
+        # A budget the list does not take: the user would think it capped something.
+        parser.error("--max-tokens is the budget of --block; give --block too")
     return args
 
 
