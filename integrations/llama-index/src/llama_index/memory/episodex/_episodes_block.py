@@ -30,6 +30,7 @@ from episodex import (
     DEFAULT_ENCODING,
     AnyLLM,
     ConfigurationError,
+    EngineError,
     EpisodeRecorder,
     EpisodicMemory,
     RecorderStats,
@@ -197,6 +198,11 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
     _kept: dict[str, list[int | None]] = PrivateAttr(default_factory=dict[str, list[int | None]])
     # Per session: flushed messages whose exchange had not ended yet (recorded with its end).
     _held: dict[str, list[ChatMessage]] = PrivateAttr(default_factory=dict[str, list[ChatMessage]])
+    # Per session not placed yet (`_resume` could not read the store): the messages that left
+    # short-term memory meanwhile, oldest first, placed with the history once the store is read.
+    _waiting: dict[str, list[ChatMessage]] = PrivateAttr(
+        default_factory=dict[str, list[ChatMessage]]
+    )
     # Per session: the turn its calls take between reading how far the session is recorded
     # and counting the span they record (the summarizer is awaited in between). One per
     # session whatever the event loop: the sync API runs each call on a fresh one.
@@ -286,9 +292,9 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
             "with_stream_ranks": False,
             **self.recall_options,
         }
-        if conversation is not None:
+        if conversation in self._positions:
             # What is still in short-term memory is in the prompt already: not again as memory.
-            options.setdefault("seen_from", self._position(conversation)[0])
+            options.setdefault("seen_from", self._positions[conversation][0])
         try:
             result = await self.memory.recall(
                 user_id=self.user_id,
@@ -398,7 +404,9 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
             self._held[conversation] = []
         return episodes
 
-    async def _resume(self, conversation: str, messages: list[ChatMessage], *, whole: bool) -> None:
+    async def _resume(
+        self, conversation: str, messages: list[ChatMessage], *, whole: bool
+    ) -> Exception | None:
         """Take up a session this block has no position for where the store left it.
 
         A `Memory` whose history is in a database (`async_database_uri`) goes on after a
@@ -408,34 +416,44 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
         the stored texts (`recorded_overlap`). A fresh session (nothing stored) starts at 0.
         Called in the session's turn, before its position is first read.
 
+        A store that cannot be read leaves the session unplaced: counted from 0, a restored
+        history would be stored again under the indexes its episodes hold. The caller then
+        records nothing, and messages leaving short-term memory wait (`_waiting`) to be lined
+        up, as the oldest of the history, when a later call reads the store.
+
         Args:
             conversation: The session.
             messages: The whole short-term history (`whole`), its oldest messages leaving it,
                 or messages given directly (then `[]`: none of them is recorded yet).
             whole: `messages` is the whole short-term history.
+
+        Returns:
+            None once the session is placed; the error that kept the store from being read.
         """
         if conversation in self._positions:
-            return
+            return None
+        waiting = self._waiting.get(conversation, [])
+        history = [*waiting, *messages]
         try:
             await self.recorder.flush()
             items = await self.memory.read_recent(
-                READ_WINDOW + 4 * len(messages),
+                READ_WINDOW + 4 * len(history),
                 user_id=self.user_id,
                 agent_id=self.agent_id,
                 conversation_id=conversation,
             )
-        except Exception:
-            # Memory is an aid: the turn goes on, counted from 0 as before.
+        except Exception as exc:
+            # Memory is an aid: the turn goes on, and this session is placed at a later one.
             logger.warning(
-                "could not read how far conversation %r is stored; counting it from 0",
+                "could not read how far conversation %r is stored; recording it once the "
+                "store can be read",
                 conversation,
                 exc_info=True,
             )
-            self._positions[conversation] = [0, 0]
-            return
+            return exc
         recorded = max((int(item["end_index"]) + 1 for item in items), default=0)
         overlap = recorded_overlap(
-            items, messages, recorded, whole=whole, max_chars=self.long_summary_chars
+            items, history, recorded, whole=whole, max_chars=self.long_summary_chars
         )
         if recorded:
             logger.info(
@@ -444,19 +462,32 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
                 recorded,
                 overlap,
             )
-        self._positions[conversation] = [recorded - overlap, recorded]
-        shown = min(overlap, len(messages))
+        # The waiting messages have left short-term memory: those not recorded are held, as a
+        # flush holds the start of an unfinished exchange, and recorded first.
+        self._positions[conversation] = [recorded - overlap + len(waiting), recorded]
+        self._held[conversation] = waiting[overlap:]
+        self._waiting.pop(conversation, None)
+        beyond = max(overlap - len(waiting), 0)
+        shown = min(beyond, len(messages))
         self._kept[conversation] = [
             *(_fingerprint(m) for m in messages[:shown]),
-            *([None] * (overlap - shown)),
+            *([None] * (beyond - shown)),
         ]
+        return None
 
     async def _record_complete(
         self, messages: list[ChatMessage], conversation: str, *, whole: bool = False
-    ) -> None:
-        """Record the complete exchanges (`whole`: all) of the short-term history not yet recorded."""
+    ) -> Exception | None:
+        """Record the complete exchanges (`whole`: all) of the short-term history not yet recorded.
+
+        Returns:
+            None; or why the session could not be placed (`_resume`), and nothing was recorded.
+        """
         async with self._turn(conversation):
-            await self._resume(conversation, messages, whole=True)
+            failure = await self._resume(conversation, messages, whole=True)
+            if failure is not None:
+                # The messages stay in short-term memory: recorded at a turn that places them.
+                return failure
             self._check_history(conversation, messages, leaving=False)
             flushed, recorded = self._position(conversation)
             held = len(self._held.get(conversation, []))
@@ -469,6 +500,7 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
         # Queued with no await after the count (`_record_upto`): a cancelled turn did both or
         # neither.
         await self.recorder.record_many(episodes)
+        return None
 
     def _check_history(
         self, conversation: str, messages: list[ChatMessage], *, leaving: bool
@@ -528,7 +560,11 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
             # were never in short-term memory: what of it was recorded stays counted recorded
             # (`_record_upto` counted them on top), or the next `aget` would store it again.
             async with self._turn(conversation):
-                await self._resume(conversation, [], whole=False)
+                if await self._resume(conversation, [], whole=False) is not None:
+                    # Counted as the session's next messages, as if they had left short-term
+                    # memory: they wait with those until the session is placed.
+                    self._waiting.setdefault(conversation, []).extend(messages)
+                    return
                 episodes = await self._record_upto(
                     conversation, messages, whole=True, leaving=True, given=True
                 )
@@ -553,7 +589,9 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
         # Complete exchanges are recorded at once; the start of an exchange whose answer is
         # still in short-term memory is held until it ends, so one exchange stays one episode.
         async with self._turn(conversation):
-            await self._resume(conversation, messages, whole=False)
+            if await self._resume(conversation, messages, whole=False) is not None:
+                self._waiting.setdefault(conversation, []).extend(messages)
+                return
             self._check_history(conversation, messages, leaving=True)
             episodes = await self._record_upto(conversation, messages, whole=False, leaving=True)
             del self._kept.setdefault(conversation, [])[: len(messages)]
@@ -570,6 +608,11 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
 
         Returns:
             The recorder's stats; `pending` is above 0 only if the store is still failing.
+
+        Raises:
+            EngineError: The store could not be read to place a session this block has not
+                seen (a restored history): nothing of it was recorded, so that none is stored
+                twice; call `aflush` again once the store is back.
         """
         session = getattr(memory, "session_id", None)
         conversation = self.conversation_id or session
@@ -580,8 +623,14 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
         from llama_index.core.storage.chat_store.base_db import MessageStatus
 
         active: list[ChatMessage] = await memory.aget_all(status=MessageStatus.ACTIVE)
-        await self._record_complete(active, conversation, whole=True)
+        failure = await self._record_complete(active, conversation, whole=True)
         await self.recorder.flush()
+        if failure is not None:
+            raise EngineError(
+                f"could not read how far conversation {conversation!r} is stored, so none of "
+                "its messages was recorded (they would be stored twice): call aflush again "
+                f"once the store is back ({type(failure).__name__}: {failure})"
+            ) from failure
         return self.recorder.stats()
 
     async def _episodes(
