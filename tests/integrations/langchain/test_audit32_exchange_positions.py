@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 from episodex import EpisodicMemory as Episodes
+from episodex.testing import FailingEngine
 from langchain_classic.chains import ConversationChain
 from langchain_core._api import LangChainDeprecationWarning
 from langchain_core.messages import AIMessage
@@ -136,3 +137,30 @@ async def test_arecord_exchange_goes_on_after_the_classic_memorys_exchanges(
         memory, "My seat is 14A.", "Got it.", user_id=user, agent_id=AGENT, conversation_id="mixed"
     )
     assert _ranges(memory, user, "mixed") == [(0, 1), (2, 3)]
+
+
+def test_a_restored_conversation_unreadable_at_first_is_read_again_next_time(
+    failing: tuple[Episodes, FailingEngine],
+) -> None:
+    # A conversation stored by an earlier memory object (0-1, 2-3) goes on in a new one while
+    # the store can be neither read nor written. That exchange can only be counted from 0; the
+    # next one reads the store again and goes after everything stored, instead of counting on
+    # from 0 for the rest of the conversation.
+    memory, engine = failing
+    user = _user()
+    before = EpisodicConversationMemory(
+        memory=memory, user_id=user, agent_id=AGENT, conversation_id="trip"
+    )
+    before.save_context({"input": "I fly to Lisbon on May 3."}, {"response": "Noted."})
+    before.save_context({"input": "My seat is 14A."}, {"response": "Got it."})
+    after = EpisodicConversationMemory(
+        memory=memory, user_id=user, agent_id=AGENT, conversation_id="trip"
+    )
+    engine.reads = engine.writes = True
+    after.save_context({"input": "I need a vegetarian meal."}, {"response": "Added."})
+    assert after.stats().pending == 1
+    engine.reads = engine.writes = False
+    after.save_context({"input": "And a window seat."}, {"response": "Done."})
+    after.save_context({"input": "Thanks."}, {"response": "Have a good trip."})
+    assert after.stats().pending == 0
+    assert _ranges(memory, user, "trip") == [(0, 1), (0, 1), (2, 3), (4, 5), (6, 7)]

@@ -93,7 +93,7 @@ async def test_a_classic_chain_answers_when_memory_fails_async(
     # Recall failed, where the conversation stands could not be read, recording failed.
     logged = _failures(caplog)
     assert len(logged) == 3
-    assert "recall" in logged[0] and "counting it from 0" in logged[1] and "record" in logged[2]
+    assert "recall" in logged[0] and "counting on from" in logged[1] and "record" in logged[2]
     # Once the engine is back, the memory works again, and the exchange kept while it was
     # down is written too.
     engine.reads = engine.writes = False

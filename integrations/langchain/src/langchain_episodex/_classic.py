@@ -256,15 +256,17 @@ class EpisodicConversationMemory(BaseMemory):
         written first), then counted; a conversation already stored, by this object before a
         restart or by another, goes on after its last message.
         """
-        stored = 0
+        stored: int | None = 0
         if not self._counter.known(scope):
             try:
                 await self.recorder.flush()
                 stored = await stored_length(self.memory, scope)
             except Exception:
-                # Memory is an aid: the exchange is recorded all the same, counted from 0.
+                # Memory is an aid: the exchange is recorded all the same, counted from this
+                # object's own exchanges, and the store is read again at the next one.
+                stored = None
                 logger.warning(
-                    "could not read how far conversation %r is stored; counting it from 0",
+                    "could not read how far conversation %r is stored; counting on from this memory's own exchanges",
                     scope.conversation_id,
                     exc_info=True,
                 )

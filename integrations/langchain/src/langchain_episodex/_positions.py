@@ -43,6 +43,7 @@ class ExchangeCounter:
 
     def __init__(self) -> None:
         self._next: dict[_Key, int] = {}
+        self._guessed: dict[_Key, int] = {}
         self._lock = threading.Lock()
 
     @staticmethod
@@ -55,21 +56,29 @@ class ExchangeCounter:
         with self._lock:
             return self._key(scope) in self._next
 
-    def take(self, scope: MemoryScope, messages: int, stored: int) -> int:
+    def take(self, scope: MemoryScope, messages: int, stored: int | None) -> int:
         """Reserve `messages` indexes; returns the first.
 
         Args:
             scope: The conversation.
             messages: How many messages the exchange has.
             stored: The conversation's stored length, used the first time only (a concurrent
-                first exchange may have counted it already).
+                first exchange may have counted it already); None when it could not be read.
+                The exchange is then counted on from this object's own exchanges (from 0),
+                and the store is read again at the next one.
         """
+        key = self._key(scope)
         with self._lock:
-            first = self._next.setdefault(self._key(scope), stored)
-            self._next[self._key(scope)] = first + messages
+            if stored is None and key not in self._next:
+                first = self._guessed.get(key, 0)
+                self._guessed[key] = first + messages
+                return first
+            first = self._next.setdefault(key, stored or 0)
+            self._next[key] = first + messages
             return first
 
     def forget(self, scope: MemoryScope) -> None:
         """The conversation was forgotten: count it from the store again."""
         with self._lock:
             self._next.pop(self._key(scope), None)
+            self._guessed.pop(self._key(scope), None)
