@@ -9,24 +9,28 @@ before the next episode and on `flush()`. Because the id is fixed before the fir
 retry after a write that failed late (the point was stored, the answer was lost) replaces that
 point instead of storing the exchange twice.
 
-With `spill_path`, the episodes a failed write leaves waiting go to a JSONL file (each line
-fsync'ed) and come back on the next write, so a long outage loses nothing, nor a process that
-ends before the store is back (killed, or never closed): the next recorder on that file writes
-them. Without it they wait in memory, and beyond `max_pending` the oldest is dropped, counted
-and logged. With `deferred=True`, `record` only queues and a
+With `spill_path`, that file is a write-ahead log: each episode is appended to it (one JSON
+line, fsync'ed) when it is recorded, before any write is tried, and taken out once the store
+has it. A long outage loses nothing, nor a process killed at any moment (the OOM killer, a
+deploy, never closed): the next recorder on that file writes what it left, each episode once
+(one the store already had is replaced under its id). Recorders sharing the file, in one
+process or several, take turns on it through a lock file beside it (`<name>.lock`). An
+episode the file cannot take (a full disk) waits in memory, as without a spill file, where
+beyond `max_pending` the oldest is dropped, counted and logged. With `deferred=True`, `record` only queues and a
 background thread writes, so a request never waits for embedding; `flush()` drains it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
 import threading
 import uuid
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,6 +40,11 @@ from episodex._common.errors import ConfigurationError, EngineError, ValidationE
 from episodex._common.files import atomic_write
 from episodex._common.validation import read_json, require_id, require_int
 from episodex._episodes.model import ConversationEpisode
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no flock, recorders do not share a file there
+    fcntl = None
 
 if TYPE_CHECKING:
     from episodex._episodes.memory import EpisodicMemory
@@ -90,9 +99,10 @@ class EpisodeRecorder:
     Args:
         memory: The memory to write to.
         max_pending: Most episodes kept in memory while the store fails.
-        spill_path: A JSONL file that keeps the episodes a failed write leaves waiting,
-            across restarts (a new recorder on it writes them); None keeps them in memory
-            only, dropping the oldest beyond `max_pending`.
+        spill_path: A JSONL file every episode is appended to when it is recorded and taken
+            out of once stored, so the episodes waiting (the store failing, or a write under
+            way) survive a restart or a killed process (a new recorder on it writes them);
+            None keeps them in memory only, dropping the oldest beyond `max_pending`.
         deferred: Write in a background thread; `record` returns at once.
     """
 
@@ -156,8 +166,17 @@ class EpisodeRecorder:
         """
         parsed = [self._prepare(episode) for episode in episodes]
         ids = [episode.point_id for episode in parsed if episode is not None and episode.point_id]
+        valid = [episode for episode in parsed if episode is not None]
         with self._lock:
-            self._pending.extend(episode for episode in parsed if episode is not None)
+            # Into the spill file before any write is tried: a process killed while the write
+            # runs (or before the background writer gets to it) leaves it for the next
+            # recorder. Those the file could not take wait in memory, and the later ones
+            # behind them (the file is written before memory: the order holds).
+            if valid and self.spill_path is not None:
+                self._spill_pending_locked()
+                if not self._pending and self._spill(valid):
+                    valid = []
+            self._pending.extend(valid)
             # Not deferred, or closed: the writer thread is stopping or gone, so waiting for
             # it would leave these episodes unwritten (and `flush` waiting forever).
             write_now = not self.deferred or self._closed
@@ -249,7 +268,7 @@ class EpisodeRecorder:
                 stored = self.memory.store.forget(
                     user_id=user_id, agent_id=agent_id, conversation_id=conversation_id
                 )
-            with self._lock:
+            with self._lock, self._spill_file_lock():
                 dropped = 0
                 if self.spill_path is not None and self.spill_path.exists():
                     try:
@@ -341,7 +360,7 @@ class EpisodeRecorder:
         """Spill (or drop) the oldest pending episodes beyond `max_pending`; holds `_lock`."""
         while len(self._pending) > self.max_pending:
             oldest = self._pending.popleft()
-            if self.spill_path is not None and self._spill(oldest):
+            if self.spill_path is not None and self._spill([oldest]):
                 continue
             self._counts["dropped"] += 1
             logger.error(
@@ -361,35 +380,70 @@ class EpisodeRecorder:
         if self.spill_path is None:
             return
         while self._pending:
-            if not self._spill(self._pending[0]):
+            if not self._spill([self._pending[0]]):
                 return
             self._pending.popleft()
 
-    def _spill(self, episode: ConversationEpisode) -> bool:
+    @contextlib.contextmanager
+    def _spill_file_lock(self) -> Generator[None]:
+        """Hold the spill file's lock file: one recorder at a time reads, appends or rewrites.
+
+        Without it, a recorder rewriting the file (taking out what it stored) could replace
+        it just after another recorder, in this process or another, appended an episode,
+        and that episode would be gone. A lock file that cannot be opened (a read-only
+        folder, where nothing can be appended or rewritten either) is done without.
+        """
+        fd = -1
+        if self.spill_path is not None and fcntl is not None:
+            lock_path = self.spill_path.with_name(self.spill_path.name + ".lock")
+            for flags in (os.O_RDWR | os.O_CREAT, os.O_RDONLY):
+                try:
+                    fd = os.open(lock_path, flags, 0o644)
+                    break
+                except OSError:
+                    continue
+        try:
+            if fd >= 0 and fcntl is not None:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            if fd >= 0:
+                os.close(fd)  # closing the descriptor releases the flock
+
+    def _spill(self, episodes: Sequence[ConversationEpisode]) -> bool:
+        """Append `episodes` to the spill file, all or none; holds `_lock`."""
         assert self.spill_path is not None
-        line = (json.dumps(episode.model_dump(mode="json"), ensure_ascii=True) + "\n").encode()
+        line = "".join(
+            json.dumps(episode.model_dump(mode="json"), ensure_ascii=True) + "\n"
+            for episode in episodes
+        ).encode()
         fd = -1
         try:
             self.spill_path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.spill_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-            size = os.fstat(fd).st_size
-            # After a line a crash cut short, start a new line: appended onto the fragment,
-            # this episode would be unreadable too.
-            if size and os.pread(fd, 1, size - 1) != b"\n":
-                line = b"\n" + line
-            try:
-                view = memoryview(line)
-                while view:
-                    view = view[os.write(fd, view) :]
-                os.fsync(fd)
-            except OSError:
-                # A full disk or a size limit cut the append short: take the fragment back.
-                os.ftruncate(fd, size)
-                raise
+            with self._spill_file_lock():
+                fd = os.open(self.spill_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+                size = os.fstat(fd).st_size
+                # After a line a crash cut short, start a new line: appended onto the fragment,
+                # this episode would be unreadable too.
+                if size and os.pread(fd, 1, size - 1) != b"\n":
+                    line = b"\n" + line
+                try:
+                    view = memoryview(line)
+                    while view:
+                        view = view[os.write(fd, view) :]
+                    os.fsync(fd)
+                except OSError:
+                    # A full disk or a size limit cut the append short: take the fragment back.
+                    os.ftruncate(fd, size)
+                    raise
             return True
         except OSError as exc:
             self._last_error = f"{type(exc).__name__}: {exc}"
-            logger.error("could not spill episode %s: %s", episode.point_id, exc)
+            logger.error(
+                "could not spill episode(s) %s: %s",
+                ", ".join(str(episode.point_id) for episode in episodes),
+                exc,
+            )
             return False
         finally:
             if fd >= 0:
@@ -463,7 +517,10 @@ class EpisodeRecorder:
         with self._write_lock:
             with self._lock:
                 try:
-                    spilled = self._take_spilled()
+                    spilled = []
+                    if self.spill_path is not None and self.spill_path.exists():
+                        with self._spill_file_lock():
+                            spilled = self._take_spilled()
                 except OSError as exc:
                     # Unreadable for now: what is in memory is still written.
                     self._spill_failed_locked("reading", exc)
@@ -556,6 +613,20 @@ class EpisodeRecorder:
             if not self.spill_path.exists():
                 self._settled.clear()
                 return
+            with self._spill_file_lock():
+                self._rewrite_spilled_locked(done)
+        except OSError as exc:
+            # A read-only or full disk: the stored episodes stay in the file until a later
+            # flush can rewrite it; until then they are known as settled.
+            self._settled.update((ep.point_id, ep) for ep in settled if ep.point_id is not None)
+            self._spill_failed_locked("removing the stored episodes", exc)
+        else:
+            self._settled.clear()
+
+    def _rewrite_spilled_locked(self, done: set[str]) -> None:
+        """Rewrite the spill file without `done` and the settled; holds its lock."""
+        assert self.spill_path is not None
+        if self.spill_path.exists():
             left = [
                 ep
                 for ep in self._take_spilled()
@@ -568,13 +639,6 @@ class EpisodeRecorder:
                 fh.writelines(
                     json.dumps(ep.model_dump(mode="json"), ensure_ascii=True) + "\n" for ep in left
                 )
-        except OSError as exc:
-            # A read-only or full disk: the stored episodes stay in the file until a later
-            # flush can rewrite it; until then they are known as settled.
-            self._settled.update((ep.point_id, ep) for ep in settled if ep.point_id is not None)
-            self._spill_failed_locked("removing the stored episodes", exc)
-        else:
-            self._settled.clear()
 
     def _run_worker(self) -> None:
         while True:
