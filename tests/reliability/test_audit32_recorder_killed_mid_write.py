@@ -17,6 +17,7 @@ the batch), says so on stdout, and is killed there with SIGKILL: no timing is in
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import fcntl
 import os
 import signal
@@ -173,10 +174,13 @@ async def test_an_episode_appended_while_another_recorder_rewrites_the_file_stay
         # is waiting to (it cannot finish first where the file is locked).
         rewriting, go_on = threading.Event(), threading.Event()
         other_thread: list[threading.Thread] = []
+        # The other recorder's calls, in its thread or in the worker threads it hands its
+        # file work to (they copy its context).
+        in_other: contextvars.ContextVar[bool] = contextvars.ContextVar("in_other", default=False)
         real_unlink, real_replace, real_flock = os.unlink, os.replace, fcntl.flock
 
         def hold(path: Any) -> None:
-            if str(path) == str(spill) and threading.current_thread() is not other_thread[0]:
+            if str(path) == str(spill) and not in_other.get():
                 rewriting.set()
                 go_on.wait()
 
@@ -189,7 +193,7 @@ async def test_an_episode_appended_while_another_recorder_rewrites_the_file_stay
             real_replace(src, dst, *args, **kwargs)
 
         def flock(fd: int, operation: int) -> None:
-            if other_thread and threading.current_thread() is other_thread[0]:
+            if in_other.get():
                 go_on.set()  # the other recorder waits for the lock: let the writer go on
             real_flock(fd, operation)
 
@@ -198,6 +202,7 @@ async def test_an_episode_appended_while_another_recorder_rewrites_the_file_stay
         monkeypatch.setattr(fcntl, "flock", flock)
 
         def record_other() -> None:
+            in_other.set(True)
             asyncio.run(other.record(**recorder_episode(2)))
             go_on.set()  # appended without waiting for anyone
 

@@ -167,6 +167,44 @@ class EpisodeRecorder:
         parsed = [self._prepare(episode) for episode in episodes]
         ids = [episode.point_id for episode in parsed if episode is not None and episode.point_id]
         valid = [episode for episode in parsed if episode is not None]
+        if valid and self.spill_path is not None:
+            # The spill file's append (an fsync, and a file lock another process may hold)
+            # runs in a worker thread, never on the event loop that serves other users. It is
+            # shielded: a caller cancelled meanwhile has still queued all of its episodes, and
+            # the count of this call's awaited ids is taken back when the queueing is done.
+            queued = asyncio.ensure_future(asyncio.to_thread(self._queue, valid, ids))
+            try:
+                write_now = await asyncio.shield(queued)
+            except asyncio.CancelledError:
+                queued.add_done_callback(lambda done: self._queued_for_nobody(done, ids))
+                raise
+        else:
+            write_now = self._queue(valid, ids)
+        if not write_now:
+            self._idle.clear()
+            self._wake.set()
+            return [None] * len(parsed)
+        try:
+            await self._write_pending()
+        finally:
+            with self._lock:
+                # Stored by this call's write, or by another call's that took them along.
+                stored = [
+                    ep is not None and ep in self._stored_awaited.get(ep.point_id or "", ())
+                    for ep in parsed
+                ]
+                self._release_locked(ids)
+        return [
+            ep.point_id if ep is not None and was_stored else None
+            for ep, was_stored in zip(parsed, stored, strict=True)
+        ]
+
+    def _queue(self, valid: list[ConversationEpisode], ids: list[str]) -> bool:
+        """Queue `valid` (into the spill file first, if any); True if the caller writes now.
+
+        When the caller writes now, its `ids` are counted as awaited (`_release_locked`
+        takes the count back).
+        """
         with self._lock:
             # Into the spill file before any write is tried: a process killed while the write
             # runs (or before the background writer gets to it) leaves it for the next
@@ -188,30 +226,23 @@ class EpisodeRecorder:
                 # Otherwise the write below comes first, and only what the store could not
                 # take then is spilled or dropped (a working store loses nothing).
                 self._trim_locked()
-        if not write_now:
-            self._idle.clear()
-            self._wake.set()
-            return [None] * len(parsed)
-        try:
-            await self._write_pending()
-        finally:
-            with self._lock:
-                # Stored by this call's write, or by another call's that took them along.
-                stored = [
-                    ep is not None and ep in self._stored_awaited.get(ep.point_id or "", ())
-                    for ep in parsed
-                ]
-                for point_id in ids:
-                    left = self._awaited[point_id] - 1
-                    if left:
-                        self._awaited[point_id] = left
-                    else:
-                        del self._awaited[point_id]
-                        self._stored_awaited.pop(point_id, None)
-        return [
-            ep.point_id if ep is not None and was_stored else None
-            for ep, was_stored in zip(parsed, stored, strict=True)
-        ]
+            return write_now
+
+    def _queued_for_nobody(self, done: asyncio.Future[bool], ids: list[str]) -> None:
+        """A cancelled caller's queueing finished: nobody awaits its ids' write any more."""
+        if done.cancelled() or done.exception() is not None or not done.result():
+            return
+        with self._lock:
+            self._release_locked(ids)
+
+    def _release_locked(self, ids: list[str]) -> None:
+        for point_id in ids:
+            left = self._awaited[point_id] - 1
+            if left:
+                self._awaited[point_id] = left
+            else:
+                del self._awaited[point_id]
+                self._stored_awaited.pop(point_id, None)
 
     def note_recall_failure(self, exc: BaseException) -> None:
         """Count a recall an adapter skipped because it failed (and remember the error)."""
