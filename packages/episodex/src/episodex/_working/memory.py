@@ -296,10 +296,38 @@ def _weights(tags: object) -> dict[MemKey, float]:
     return dict.fromkeys(_tags(tags), 1.0)
 
 
-def _same_score(a: float, b: float) -> bool:
-    # Summed float weights differ in the last bits with the order of addition
-    # (0.1 + 0.2 != 0.3): scores this close are a tie, and the newest entry wins it.
-    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+def _scaled(weights: dict[MemKey, float]) -> dict[MemKey, float]:
+    """The weights times one power of two (exact), the largest below 1 in magnitude.
+
+    Ranking is the same at any positive scale, and at this one no sum of weights overflows
+    (1.5e308 + 1.5e308 would be inf, tying a larger sum) or loses a weight.
+    """
+    top = max(abs(w) for w in weights.values())
+    if top == 0.0:
+        return weights
+    shift = math.frexp(top)[1]
+    scaled = {tag: math.ldexp(w, -shift) for tag, w in weights.items()}
+    for tag, w in weights.items():
+        if math.ldexp(scaled[tag], shift) != w:
+            # Only a weight over 2**1000 times smaller than the largest loses bits here.
+            raise ValidationError(
+                f"the weight of tag {tag!r} ({w!r}) and the largest weight ({top!r}) are "
+                "too far apart to compare their sums; give weights within 2**1000 of each other"
+            )
+    return scaled
+
+
+def _score(weights: dict[MemKey, float], tags: frozenset[MemKey]) -> tuple[float, float]:
+    """An entry's score (its tags' weights, summed exactly) and the size of what was summed."""
+    matched = [weights[tag] for tag in tags if tag in weights]
+    return math.fsum(matched), math.fsum(abs(w) for w in matched)
+
+
+def _same_score(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    # Weights written in decimal are off in their last bits (0.1 + 0.2 != 0.3): scores within
+    # a relative 1e-9, or within 1e-12 of the weights summed into them, are a tie, and the
+    # newest entry wins it. The slack follows the weights, so a weight of 1e-13 is not 0.
+    return math.isclose(a[0], b[0], rel_tol=1e-9, abs_tol=1e-12 * (a[1] + b[1]))
 
 
 class WorkingMemory:
@@ -317,7 +345,8 @@ class WorkingMemory:
     ```
 
     An entry scores the sum of the weights of the asked tags it carries; scores within a
-    relative 1e-9 of each other are equal. As in the original design, `retrieve` returns the
+    relative 1e-9 of each other are equal (and within 1e-12 of the weights summed, so a tiny
+    weight still counts). Weights of any size are summed exactly, without overflow. As in the original design, `retrieve` returns the
     content of the best entry (the newest among equals) or None when the best score is not
     above 0, and `retrieve_all` the contents of every entry at the best score, newest first.
     `retrieve_entry` and `retrieve_all_entries` return the `MemoryEntry` objects instead.
@@ -350,43 +379,43 @@ class WorkingMemory:
             self._entries.append(entry)
         return entry
 
-    def _best(self, tags: TagSpec) -> tuple[float, list[MemoryEntry]]:
-        weights = _weights(tags)
-        best, winners = 0.0, list[MemoryEntry]()
+    def _best(self, tags: TagSpec) -> list[MemoryEntry]:
+        weights = _scaled(_weights(tags))
+        best, winners = (0.0, 0.0), list[MemoryEntry]()
         with self._lock:
             # Newest first, so among equal scores the newest is found first.
             for entry in reversed(self._entries):
-                score = sum(weights.get(tag, 0.0) for tag in entry.tags)
+                score = _score(weights, entry.tags)
                 if _same_score(score, best):
                     if winners:
                         winners.append(entry)
-                elif score > best:
+                elif score[0] > best[0]:
                     best, winners = score, [entry]
-        return best, winners
+        return winners
 
     def retrieve(self, tags: TagSpec) -> Any:
         """The content of the best entry (the newest among equals); None if no score is > 0."""
-        winners = self._best(tags)[1]
+        winners = self._best(tags)
         return winners[0].content if winners else None
 
     def retrieve_all(self, tags: TagSpec) -> list[Any]:
         """The contents of every entry at the best score (above 0), newest first."""
-        return [entry.content for entry in self._best(tags)[1]]
+        return [entry.content for entry in self._best(tags)]
 
     def retrieve_entry(self, tags: TagSpec) -> MemoryEntry | None:
         """The best-scoring entry itself (the newest among equals); None if no score is above 0."""
-        winners = self._best(tags)[1]
+        winners = self._best(tags)
         return winners[0] if winners else None
 
     def retrieve_all_entries(self, tags: TagSpec) -> list[MemoryEntry]:
         """Every entry at the best score (above 0), newest first."""
-        return self._best(tags)[1]
+        return self._best(tags)
 
     def __contains__(self, tags: object) -> bool:
         if isinstance(tags, MemoryEntry):
             with self._lock:
                 return any(e is tags for e in self._entries)
-        return bool(self._best(tags)[1])  # pyright: ignore[reportArgumentType]
+        return bool(self._best(tags))  # pyright: ignore[reportArgumentType]
 
     def __len__(self) -> int:
         with self._lock:
@@ -403,7 +432,7 @@ class WorkingMemory:
             if not any(e is target for e in self._entries):
                 raise ValidationError("that entry is not in this working memory")
             return [target]
-        return self._best(target)[1]
+        return self._best(target)
 
     def add_tags(
         self, target: MemoryEntry | TagSpec, tags: MemKey | str | Iterable[MemKey | str]
