@@ -369,6 +369,17 @@ class WorkingMemory:
         self._entries = state["entries"]
         self._lock = threading.RLock()
 
+    def __copy__(self) -> WorkingMemory:
+        # `add_tags` and `rename` change an entry in place: a copy sharing the entries would
+        # change the original's answers. Each entry is copied (its content shared, shallowly).
+        clone = WorkingMemory()
+        with self._lock:
+            clone._entries = [
+                MemoryEntry(created_at=e.created_at, content=e.content, tags=e.tags)
+                for e in self._entries
+            ]
+        return clone
+
     def store(self, content: Any, tags: MemKey | str | Iterable[MemKey | str]) -> MemoryEntry:
         """Add an entry under one tag, a list or a set of tags; returns it."""
         keys = _tags(tags)
