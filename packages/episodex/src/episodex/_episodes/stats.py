@@ -27,7 +27,7 @@ def stats(self: EpisodeStore, *, user_id: str, agent_id: str, top: int = 5) -> d
     an older release) is left out and logged, as every read leaves it out.
     """
     top = require_int("top", top, minimum=1)
-    rows: list[Mapping[str, Any]] = []
+    scrolled: list[tuple[str, Mapping[str, Any]]] = []
     fields = (
         "conversation_id",
         "flows_activated",
@@ -44,12 +44,17 @@ def stats(self: EpisodeStore, *, user_id: str, agent_id: str, top: int = 5) -> d
         )
         # An episode stored by another program that cannot be read back is left out (and
         # reported): it would fail the whole summary.
-        rows.extend(h.payload for h in hits if readable(h.id, h.payload, fields))
+        scrolled.extend((h.id, h.payload) for h in hits if readable(h.id, h.payload, fields))
         if offset is None:
             break
+    # Each engine scrolls in its own order (Qdrant Edge by write, a server its own way), so
+    # nothing here may depend on it: episodes that ended together go in point-id order and
+    # flows or tools used equally often by name, or a store moved to a server told another
+    # trend and other top flows.
+    scrolled.sort(key=lambda row: (row[1]["timestamp_end"], row[0]))
+    rows = [payload for _, payload in scrolled]
     flows = Counter(f for r in rows for f in r.get("flows_activated") or [])
     tools = Counter(t for r in rows for t in r.get("tools_invoked") or [])
-    rows.sort(key=lambda r: r["timestamp_end"])
     sentiments = [
         float(r["average_user_sentiment"])
         for r in rows
@@ -67,12 +72,17 @@ def stats(self: EpisodeStore, *, user_id: str, agent_id: str, top: int = 5) -> d
         if rows
         else None,
         "last_episode_at": datetime.fromtimestamp(rows[-1]["timestamp_end"], UTC) if rows else None,
-        "top_flows": flows.most_common(top),
-        "top_tools": tools.most_common(top),
+        "top_flows": _most_used(flows, top),
+        "top_tools": _most_used(tools, top),
         "sentiment_mean": sum(sentiments) / len(sentiments) if sentiments else None,
         "sentiment_trend": slope,
         "sentiment_direction": _direction(slope),
     }
+
+
+def _most_used(counts: Counter[str], top: int) -> list[tuple[str, int]]:
+    """The `top` most counted names, most first; equal counts by name."""
+    return sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:top]
 
 
 def _slope(values: Sequence[float]) -> float | None:
