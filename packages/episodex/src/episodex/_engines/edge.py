@@ -984,13 +984,14 @@ class EdgeEngine:
         with self._lock:
             self._check_open()
             serving = set(self._open.folders.values())
-            kind = self._kind(self._root / self.generation(collection))
+            live = self.generation(collection)
+            kind = self._kind(self._root / live)
             for path in sorted(self._root.glob(f"{collection}{STAGING_MARK}*")):
                 name = path.name
                 if (
                     not path.is_dir()
                     or name in serving
-                    or name == self.generation(collection)
+                    or name == live
                     or not is_staging_name(name, collection)
                 ):
                     continue

@@ -76,6 +76,11 @@ class RecorderStats:
     """The last write or recall error, as `Type: message`."""
 
 
+def _spill_line(episode: ConversationEpisode) -> str:
+    """An episode as one line of the spill file."""
+    return json.dumps(episode.model_dump(mode="json"), ensure_ascii=True) + "\n"
+
+
 class EpisodeRecorder:
     """Records episodes without ever raising: failed writes are queued and retried.
 
@@ -306,11 +311,7 @@ class EpisodeRecorder:
                         spilled = [ep for ep in self._take_spilled() if not self._is_settled(ep)]
                         left = [ep for ep in spilled if not forgotten(ep)]
                         if len(left) < len(spilled):
-                            with atomic_write(self.spill_path) as fh:
-                                fh.writelines(
-                                    json.dumps(ep.model_dump(mode="json"), ensure_ascii=True) + "\n"
-                                    for ep in left
-                                )
+                            self._write_spilled_locked(left)
                             self._settled.clear()
                     except OSError as exc:
                         raise EngineError(
@@ -444,10 +445,7 @@ class EpisodeRecorder:
     def _spill(self, episodes: Sequence[ConversationEpisode]) -> bool:
         """Append `episodes` to the spill file, all or none; holds `_lock`."""
         assert self.spill_path is not None
-        line = "".join(
-            json.dumps(episode.model_dump(mode="json"), ensure_ascii=True) + "\n"
-            for episode in episodes
-        ).encode()
+        line = "".join(_spill_line(episode) for episode in episodes).encode()
         fd = -1
         try:
             self.spill_path.parent.mkdir(parents=True, exist_ok=True)
@@ -658,18 +656,22 @@ class EpisodeRecorder:
         """Rewrite the spill file without `done` and the settled; holds its lock."""
         assert self.spill_path is not None
         if self.spill_path.exists():
-            left = [
-                ep
-                for ep in self._take_spilled()
-                if ep.point_id not in done and not self._is_settled(ep)
-            ]
-            if not left:
-                self.spill_path.unlink(missing_ok=True)
-                return
-            with atomic_write(self.spill_path) as fh:
-                fh.writelines(
-                    json.dumps(ep.model_dump(mode="json"), ensure_ascii=True) + "\n" for ep in left
-                )
+            self._write_spilled_locked(
+                [
+                    ep
+                    for ep in self._take_spilled()
+                    if ep.point_id not in done and not self._is_settled(ep)
+                ]
+            )
+
+    def _write_spilled_locked(self, episodes: Sequence[ConversationEpisode]) -> None:
+        """Replace the spill file's lines with `episodes` (none: no file); holds its lock."""
+        assert self.spill_path is not None
+        if not episodes:
+            self.spill_path.unlink(missing_ok=True)
+            return
+        with atomic_write(self.spill_path) as fh:
+            fh.writelines(_spill_line(ep) for ep in episodes)
 
     def _run_worker(self) -> None:
         while True:

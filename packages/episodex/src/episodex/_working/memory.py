@@ -346,9 +346,10 @@ class WorkingMemory:
 
     An entry scores the sum of the weights of the asked tags it carries; scores within a
     relative 1e-9 of each other are equal (and within 1e-12 of the weights summed, so a tiny
-    weight still counts). Weights of any size are summed exactly, without overflow. As in the original design, `retrieve` returns the
-    content of the best entry (the newest among equals) or None when the best score is not
-    above 0, and `retrieve_all` the contents of every entry at the best score, newest first.
+    weight still counts). Weights of any size are summed exactly, without overflow. As in the
+    original design, `retrieve` returns the content of the best entry (the newest among
+    equals) or None when the best score is not above 0, and `retrieve_all` the contents of
+    every entry at the best score, newest first.
     `retrieve_entry` and `retrieve_all_entries` return the `MemoryEntry` objects instead.
 
     It is thread-safe: every call holds the memory's lock, so threads of one agent run can
