@@ -555,7 +555,11 @@ class QdrantClientEngine:
             self.delete(name, flt)
 
     def switch_collection(self, collection: str, staging: str) -> None:
-        """Serve `collection` from `staging` through an alias; drop the old collection."""
+        """Serve `collection` from `staging` through an alias; drop the old collection.
+
+        Also drops the staging collections that re-indexes of `collection` killed or failed
+        midway left (as the embedded engine deletes their folders at a switch).
+        """
         name, new = self._name(collection), self._name(staging)
 
         def run() -> None:
@@ -572,13 +576,40 @@ class QdrantClientEngine:
                 )
                 if old != new:
                     self._client.delete_collection(old)
-                return
-            metadata = dict(self._client.get_collection(new).config.metadata or {})
-            self._client.update_collection(new, metadata={**metadata, "serves": collection})
-            self._client.delete_collection(name)
-            self._client.update_collection_aliases([_create_alias(name, new)])
+            else:
+                metadata = dict(self._client.get_collection(new).config.metadata or {})
+                self._client.update_collection(new, metadata={**metadata, "serves": collection})
+                self._client.delete_collection(name)
+                self._client.update_collection_aliases([_create_alias(name, new)])
+            try:
+                self._drop_abandoned(collection, new)
+            except Exception as exc:  # the switch is done; the next one drops them
+                _log.warning("could not drop abandoned staging collections of %r (%s)", name, exc)
 
         self._call("switch collection", run)
+
+    def _drop_abandoned(self, collection: str, serving: str) -> None:
+        """Delete the staging collections of `collection` a killed or failed re-index left.
+
+        Each was a whole copy of the collection that nothing read or deleted any more (a
+        re-index with another embedder fills another one). Only one of the exact staging form
+        holding the records of the kind `serving` holds, and served by no alias: never another
+        collection that merely starts with the prefix.
+        """
+        kind = (self._client.get_collection(serving).config.metadata or {}).get("kind")
+        served = {a.collection_name for a in self._client.get_aliases().aliases}
+        staged = f"{self._name(collection)}{STAGING_MARK}"
+        for described in self._client.get_collections().collections:
+            found = described.name
+            if (
+                found == serving
+                or found in served
+                or not found.startswith(staged)
+                or not is_staging_name(found.removeprefix(self._prefix), collection)
+            ):
+                continue
+            if (self._client.get_collection(found).config.metadata or {}).get("kind") == kind:
+                self._client.delete_collection(found)
 
     def optimize(self) -> None:
         """Nothing to do (the server optimizes in the background), but a closed engine refuses."""
