@@ -395,6 +395,10 @@ async def _import(args: argparse.Namespace, mem: EpisodicMemory, data: bytes) ->
             report = await _outlive_interrupt(job)
         except ImportFileError as exc:
             raise _cli_advice(exc) from None
+    _report_import(args, report)
+
+
+def _report_import(args: argparse.Namespace, report: ImportReport) -> None:
     if args.json:
         _write(_dump({"imported": len(report.imported), "skipped": report.skipped}))
         return
@@ -403,13 +407,19 @@ async def _import(args: argparse.Namespace, mem: EpisodicMemory, data: bytes) ->
         sys.stderr.write(f"skipped line {line}: {why}\n")
 
 
-def _check_import(data: bytes) -> None:
-    """A strict import's bad lines, found before the store is opened (and so made)."""
+def _check_import(args: argparse.Namespace, data: bytes) -> ImportReport | None:
+    """The file read before the store is opened (and so made, at a new path).
+
+    A strict import's bad lines raise. A file with no episode to import (empty, blank, or
+    only bad lines with --skip-errors) gives its report: the store is then not opened at all.
+    Returns None when there are episodes to import.
+    """
     from episodex._episodes.transfer import bad_file_error, read_records
 
-    _, _, report = read_records(io.BytesIO(data))
-    if report.skipped:
+    valid, _, report = read_records(io.BytesIO(data))
+    if report.skipped and not args.skip_errors:
         raise _cli_advice(bad_file_error(report.skipped))
+    return None if valid else report
 
 
 def _cli_advice(exc: ImportFileError) -> ImportFileError:
@@ -537,8 +547,11 @@ async def _command(args: argparse.Namespace) -> int:
         else None
     )
     data = _read_bytes(args.file) if args.command == "import" else b""
-    if args.command == "import" and not args.skip_errors:
-        _check_import(data)
+    if args.command == "import":
+        nothing = _check_import(args, data)
+        if nothing is not None:
+            _report_import(args, nothing)
+            return EXIT_OK
     mem = _open(args)
     try:
         if episode is not None:
