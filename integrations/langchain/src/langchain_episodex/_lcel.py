@@ -12,7 +12,7 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 
 from langchain_episodex._context import WHERE, run_scope
 from langchain_episodex._options import check_recall_options, core_memory
-from langchain_episodex._positions import stored_length
+from langchain_episodex._positions import exchange_slot, stored_length
 from langchain_episodex._recall import arecall_block, recall_block
 from langchain_episodex._settings import check_ids, check_max_tokens
 from langchain_episodex._summaries import answer_value, exchange_episodes, message_text
@@ -140,8 +140,9 @@ async def arecord_exchange(
     An exchange too long for one episode is stored as several (the core's span rule); the
     id returned is then the first one's. The question and the answer take the next two
     message indexes of the conversation (`start_index`, `end_index`): one past the highest
-    its stored episodes hold. Two exchanges of one conversation recorded at the same time
-    may be given the same indexes.
+    its stored episodes hold, and after those exchanges recorded at the same time through the
+    same memory object took (other processes recording the same conversation at the same
+    time may still be given the same indexes).
 
     Args:
         memory: The core memory.
@@ -175,25 +176,26 @@ async def arecord_exchange(
         )
     tools = list(tools_invoked)
     episodes = exchange_episodes(question, answer_value(answer), tools)
-    first = await stored_length(core, scope)
     # One batch: a long exchange's episodes are stored all together or not at all.
-    ids = await core.memorize_many(
-        [
-            {
-                "short_summary": episode.short_summary,
-                "long_summary": episode.long_summary,
-                "user_id": scope.user_id,
-                "agent_id": scope.agent_id,
-                "conversation_id": scope.conversation_id,
-                "start_index": first + episode.start_index,
-                "end_index": first + episode.end_index,
-                "tools_invoked": tools,
-                "speakers": list(episode.speakers),
-                "metadata": {"source": "langchain-lcel"},
-            }
-            for episode in episodes
-        ]
-    )
+    with exchange_slot(core, scope) as slot:
+        first = slot.take(await stored_length(core, scope), max(e.end_index for e in episodes) + 1)
+        ids = await core.memorize_many(
+            [
+                {
+                    "short_summary": episode.short_summary,
+                    "long_summary": episode.long_summary,
+                    "user_id": scope.user_id,
+                    "agent_id": scope.agent_id,
+                    "conversation_id": scope.conversation_id,
+                    "start_index": first + episode.start_index,
+                    "end_index": first + episode.end_index,
+                    "tools_invoked": tools,
+                    "speakers": list(episode.speakers),
+                    "metadata": {"source": "langchain-lcel"},
+                }
+                for episode in episodes
+            ]
+        )
     return ids[0]
 
 

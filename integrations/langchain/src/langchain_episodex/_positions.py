@@ -9,11 +9,14 @@ highest message index of its newest episodes. Without it every exchange was stor
 from __future__ import annotations
 
 import threading
+import weakref
+from collections.abc import Generator
+from contextlib import contextmanager
 
 from episodex import EpisodicMemory as CoreMemory
 from episodex import MemoryScope
 
-__all__ = ["ExchangeCounter", "stored_length"]
+__all__ = ["ExchangeCounter", "exchange_slot", "stored_length"]
 
 #: Newest episodes read to find the conversation's highest index. An exchange is at most a few
 #: episodes; episodes imported with older times than later ones are the reason for the margin.
@@ -82,3 +85,52 @@ class ExchangeCounter:
         with self._lock:
             self._next.pop(self._key(scope), None)
             self._guessed.pop(self._key(scope), None)
+
+
+class _InFlight:
+    """The exchanges of one conversation being recorded now, and the indexes they took."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.next = 0
+
+    def take(self, stored: int, messages: int) -> int:
+        """Reserve `messages` indexes after the stored ones and those taken in flight."""
+        with _in_flight_lock:
+            first = max(stored, self.next)
+            self.next = first + messages
+            return first
+
+
+_in_flight: weakref.WeakKeyDictionary[CoreMemory, dict[_Key, _InFlight]] = (
+    weakref.WeakKeyDictionary()
+)
+_in_flight_lock = threading.Lock()
+
+
+@contextmanager
+def exchange_slot(memory: CoreMemory, scope: MemoryScope) -> Generator[_InFlight]:
+    """Record one exchange of `scope`'s conversation: read its stored length, take, write.
+
+    Exchanges recorded at the same time (threads, tasks awaited together) all read the same
+    stored length: each must also go after the indexes the others took. The count is kept
+    only while one of them is in flight; it is entered before the store is read, so an
+    exchange that reads the store after another's write ended sees that write, and one that
+    read it before still finds the other's indexes taken here. Once none is in flight the
+    store alone counts (so a forgotten conversation starts again at 0).
+    """
+    assert scope.conversation_id is not None  # the callers check it first
+    key = (scope.user_id, scope.agent_id, scope.conversation_id)
+    with _in_flight_lock:
+        slot = _in_flight.setdefault(memory, {}).setdefault(key, _InFlight())
+        slot.count += 1
+    try:
+        yield slot
+    finally:
+        with _in_flight_lock:
+            slot.count -= 1
+            if not slot.count:
+                conversations = _in_flight.get(memory, {})
+                conversations.pop(key, None)
+                if not conversations:
+                    _in_flight.pop(memory, None)
