@@ -374,6 +374,10 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
                     self.memory,
                     user_id=user_id,
                     agent_id=agent_id,
+                    # The run's conversation as the middleware names it: given here, it
+                    # wins over the thread id for the tool too, so the tool shows the
+                    # episodes the middleware records as this conversation's.
+                    conversation_id=conversation_id,
                     recall_options=self.recall_options,
                     max_tokens=max_tokens,
                 )

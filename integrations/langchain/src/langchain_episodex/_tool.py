@@ -86,6 +86,7 @@ def create_memory_search_tool(
     *,
     user_id: str | None = None,
     agent_id: str | None = None,
+    conversation_id: str | None = None,
     k: int = 5,
     name: str = "search_memory",
     description: str = _DESCRIPTION,
@@ -95,8 +96,8 @@ def create_memory_search_tool(
     """A LangChain tool an agent calls to search its own episodic memory.
 
     The model only gives the query: whose memory is searched comes from the run, by the
-    package's one id rule (the `user_id`/`agent_id` given here, then the runtime context,
-    then the config's `configurable`; the conversation from the `thread_id`), so one user's
+    package's one id rule (the ids given here, then the runtime context, then the config's
+    `configurable`, and for the conversation last the `thread_id`), so one user's
     episodes never reach another user's run, whatever the model writes in its arguments. The
     search is an `EpisodicRetriever` run under the tool's run, so tracing sees the query and
     the documents. The tool answers with the `<recalled_episodes>` block; its `ToolMessage`
@@ -124,6 +125,9 @@ def create_memory_search_tool(
         memory: The core memory (a `SyncEpisodicMemory` works too).
         user_id: The user, when every run is the same user's.
         agent_id: The agent, when the runtime context does not name it.
+        conversation_id: The conversation, when every run is the same one's (None: from the
+            runtime context, the config's `configurable` or its `thread_id`); the episodes
+            of this conversation are shown as the current conversation's.
         k: Most episodes one search returns from earlier conversations, and most from the
             current one.
         name: The tool's name, as the model sees it.
@@ -150,7 +154,7 @@ def create_memory_search_tool(
         raise ConfigurationError(str(exc)) from None
     options.setdefault("previous_conversation_limit", k)
     options.setdefault("same_conversation_limit", k)
-    explicit = {"user_id": user_id, "agent_id": agent_id, "conversation_id": None}
+    explicit = {"user_id": user_id, "agent_id": agent_id, "conversation_id": conversation_id}
     # Checked now, so a bad default fails here rather than in the middle of a run.
     check_ids(explicit)
     check_max_tokens(max_tokens)
