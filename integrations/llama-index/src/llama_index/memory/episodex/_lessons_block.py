@@ -10,7 +10,12 @@ from xml.sax.saxutils import escape
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.memory.memory import BaseMemoryBlock
 from llama_index.memory.episodex._checks import configuration_errors
-from llama_index.memory.episodex._messages import check_messages, latest_user_text
+from llama_index.memory.episodex._messages import (
+    check_messages,
+    latest_user_text,
+    readable,
+    readable_page,
+)
 from pydantic import ConfigDict, Field
 
 from episodex import SyncStepLessonMemory, ValidationError
@@ -108,9 +113,11 @@ class LessonsMemoryBlock(BaseMemoryBlock[str]):
         env = current_env if current_env is not None else self.current_env
         if env is None or (isinstance(env, Mapping) and not env):
             return ""
-        state = current_state if current_state is not None else latest_user_text(messages)
+        # Page and state are read as the episodes block reads a query: a half character (a
+        # lone surrogate) as U+FFFD, or the lesson memory refuses them and the step gets none.
+        state = readable(current_state) if current_state is not None else latest_user_text(messages)
         try:
-            block = self.lessons.lessons_block(env, state)
+            block = self.lessons.lessons_block(readable_page(env), state)
             # A synchronous source (a SyncStepLessonMemory) has answered already; awaiting
             # its text would fail every read and the agent would never see a lesson.
             text = block if isinstance(block, str) else await block

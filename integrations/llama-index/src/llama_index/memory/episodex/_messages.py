@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock, ToolCallBlock
 
@@ -15,6 +16,7 @@ __all__ = [
     "message_lines",
     "message_text",
     "readable",
+    "readable_page",
     "recorded_text",
     "session_of",
     "speaker_name",
@@ -78,6 +80,23 @@ def readable(query: str) -> str:
     character, the rest of the message still recalls.
     """
     return query.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def readable_page(value: Any) -> Any:
+    """A page (a mapping of `EnvState` fields) with every text in it `readable`.
+
+    A page is read from a browser or an app, whose text a script may cut by UTF-16 units:
+    half a character in one element had the lesson memory refuse the whole page, so the
+    agent got no lessons at that step. Other values (an `EnvState`, checked when it was
+    made, numbers) are returned as they are.
+    """
+    if isinstance(value, str):
+        return readable(value)
+    if isinstance(value, Mapping):
+        return {key: readable_page(item) for key, item in value.items()}  # pyright: ignore[reportUnknownVariableType]
+    if isinstance(value, list | tuple):
+        return [readable_page(item) for item in value]  # pyright: ignore[reportUnknownVariableType]
+    return value
 
 
 def latest_user_text(messages: Sequence[ChatMessage] | None) -> str:
