@@ -45,6 +45,8 @@ from langchain_episodex._run_positions import (
 from langchain_episodex._settings import check_ids
 from langchain_episodex._summaries import (
     message_text,
+    readable,
+    readable_page,
     recorded_line,
     reflect_summaries,
     run_episodes,
@@ -565,7 +567,10 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
             current = self._current_state(request.state, request.runtime)
             if inspect.isawaitable(current):
                 current = await current
-            block = self.lessons.lessons_block(env, current)
+            # Read as the retrievers read a query: half a character (a lone surrogate) in the
+            # page or the state as U+FFFD, or the lesson memory refuses them and the model
+            # gets no lessons at this call.
+            block = self.lessons.lessons_block(readable_page(env), readable(current))
             # A synchronous source (a SyncStepLessonMemory) has answered already; awaiting
             # its text would fail every call and the agent would never see a lesson.
             return block if isinstance(block, str) else await block

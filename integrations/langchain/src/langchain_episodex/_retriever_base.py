@@ -23,6 +23,7 @@ from pydantic import ConfigDict
 from pydantic import ValidationError as PydanticValidationError
 
 from langchain_episodex._pydantic import configuration_error
+from langchain_episodex._summaries import readable
 
 __all__ = ["EpisodexRetriever"]
 
@@ -144,4 +145,4 @@ def _readable(query: object) -> str:
             f"a retriever query must be a string, got {type(query).__name__}: put the "
             "retriever after a step that picks the question out (e.g. itemgetter('question'))"
         )
-    return query.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return readable(query)

@@ -42,6 +42,8 @@ __all__ = [
     "answer_value",
     "exchange_episodes",
     "message_text",
+    "readable",
+    "readable_page",
     "recalled_count",
     "recorded_line",
     "reflect_summaries",
@@ -51,6 +53,32 @@ __all__ = [
 
 SEARCH_ARTIFACT = "episodex_memory_search"
 """The key the memory search tool sets in the artifact of its replies, to be known by it."""
+
+
+def readable(text: str) -> str:
+    """End-user text with any half character (a lone surrogate) read as U+FFFD.
+
+    A client that cuts text by UTF-16 units leaves half an emoji, which no model can read and
+    the core refuses; read as the replacement character, the rest of the text still counts.
+    """
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def readable_page(value: Any) -> Any:
+    """A page (a mapping of `EnvState` fields) with every text in it `readable`.
+
+    A page read from a browser or an app can hold half a character in one element; the lesson
+    memory refused the whole page for it, and the model got no lessons at that call. A copy is
+    returned (the caller's page is not changed); other values (an `EnvState`, checked when it
+    was made, numbers) come back as they are.
+    """
+    if isinstance(value, str):
+        return readable(value)
+    if isinstance(value, Mapping):
+        return {key: readable_page(item) for key, item in value.items()}  # pyright: ignore[reportUnknownVariableType]
+    if isinstance(value, list | tuple):
+        return type(value)(readable_page(item) for item in value)  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+    return value
 
 
 def message_text(value: object) -> str:
