@@ -67,6 +67,10 @@ def _blank_to_none(value: str | None) -> str | None:
     return value
 
 
+#: A url's scheme and host (`http://[::1`), taken off when urllib cannot split the url.
+_AUTHORITY = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*:)?//[^/]*")
+
+
 def _normalise_element(text: str) -> str:
     return " ".join(text.split()).casefold()
 
@@ -99,7 +103,14 @@ class EnvState(FrozenModel):
     def path(self) -> str:
         """The page path of `url` (`/tickets`), else `page`, else `/`."""
         if self.url:
-            parts = urlsplit(self.url)
+            try:
+                parts = urlsplit(self.url)
+            except ValueError:
+                # A host urllib cannot read (`http://[::1/x`): any text is a url here, and
+                # this path is in every lesson line, so one such step cost a session its
+                # lessons. Its path is what follows the host, as for plain text.
+                plain = self.url.split("?", 1)[0].split("#", 1)[0]
+                return _AUTHORITY.sub("", plain, count=1) or "/"
             if parts.scheme or parts.netloc:
                 return parts.path or "/"
             return self.url.split("?", 1)[0].split("#", 1)[0] or "/"
