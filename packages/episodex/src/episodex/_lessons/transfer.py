@@ -149,7 +149,10 @@ def _from_row(row: Mapping[str, str]) -> dict[str, Any]:
         elif column in ("rep", "step_num"):
             data[column] = int(_number(column, text, _COUNT))
         elif column == "confidence":
-            data[column] = float(_number(column, text, _DECIMAL))
+            # An int confidence (0 or 1) is written `1`, a float always with a `.` or an
+            # exponent (`1.0`): read back as what was written, as json does.
+            number = _number(column, text, _DECIMAL)
+            data[column] = int(number) if _COUNT.fullmatch(number) else float(number)
         else:
             data[column] = text
     return data
