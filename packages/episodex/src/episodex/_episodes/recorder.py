@@ -29,7 +29,7 @@ import logging
 import os
 import threading
 import uuid
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -133,8 +133,9 @@ class EpisodeRecorder:
         self._last_error: str | None = None
         self._spilled_seen = 0  # the spill file's count when it was last readable
         # Spilled episodes stored (or refused) whose lines a failed rewrite left in the file,
-        # by point id: never written, counted or reported pending again.
-        self._settled: dict[str, ConversationEpisode] = {}
+        # as their lines (the version, not only the id): never written, counted or reported
+        # pending again.
+        self._settled: set[str] = set()
         # The ids of episodes `record` calls wait to hear about (how many calls wait for each)
         # and, by id, the episodes of those ids stored since: another call's write may store
         # a call's episode before it writes.
@@ -502,7 +503,7 @@ class EpisodeRecorder:
     def _is_settled(self, episode: ConversationEpisode) -> bool:
         # The same episode, not only the same id: one recorded again under its id (a new
         # version) is written.
-        return episode.point_id is not None and self._settled.get(episode.point_id) == episode
+        return bool(self._settled) and _spill_line(episode) in self._settled
 
     def _settled_line(self, line: bytes) -> bool:
         if not self._settled:
@@ -557,7 +558,7 @@ class EpisodeRecorder:
                 if self._settled:
                     # Stored before: written again, a forgotten one would come back.
                     spilled = [ep for ep in spilled if not self._is_settled(ep)]
-                    self._forget_spilled(set(), [])
+                    self._forget_spilled(Counter(), [])
                 batch = [*spilled, *self._pending]
             if not batch:
                 return set()
@@ -589,30 +590,44 @@ class EpisodeRecorder:
             self._write_failed(exc, len(batch))
             return set()
         else:
-            written = {ep.point_id for ep in batch if ep.point_id is not None}
-            rejected = set[str]()
+            written, rejected = list(batch), list[ConversationEpisode]()
+        written_ids = {ep.point_id for ep in written if ep.point_id is not None}
         with self._lock:
-            self._counts["recorded"] += len(written)
-            for episode in batch:
-                if episode.point_id in written and episode.point_id in self._awaited:
+            self._counts["recorded"] += len(written_ids)
+            for episode in written:
+                if episode.point_id in self._awaited:
                     self._stored_awaited.setdefault(episode.point_id, []).append(episode)
-            # By id, not by position: episodes queued or spilled meanwhile stay.
-            done = written | rejected
-            self._pending = deque(ep for ep in self._pending if ep.point_id not in done)
-            self._forget_spilled(done, [ep for ep in spilled if ep.point_id in done])
-        return written
+            # The versions this batch wrote (or the store refused), not every episode of their
+            # ids: one recorded again under its id while this write ran (queued or spilled
+            # meanwhile) is newer than what the store holds, and is written next.
+            done = {id(ep) for ep in [*written, *rejected]}
+            from_file = Counter(_spill_line(ep) for ep in spilled if id(ep) in done)
+            from_queue = Counter(_spill_line(ep) for ep in batch[len(spilled) :] if id(ep) in done)
+            queue: deque[ConversationEpisode] = deque()
+            for episode in self._pending:
+                line = _spill_line(episode)
+                if from_queue[line] > 0:
+                    from_queue[line] -= 1
+                else:
+                    queue.append(episode)
+            self._pending = queue
+            # Those no longer queued were spilled meanwhile: out of the file too.
+            self._forget_spilled(from_file + from_queue, [ep for ep in spilled if id(ep) in done])
+        return written_ids
 
-    def _write_each(self, batch: list[ConversationEpisode]) -> tuple[set[str], set[str]]:
-        """Write episodes one by one; the ids written and the ids the store refused."""
-        written: set[str] = set()
-        rejected: set[str] = set()
+    def _write_each(
+        self, batch: list[ConversationEpisode]
+    ) -> tuple[list[ConversationEpisode], list[ConversationEpisode]]:
+        """Write episodes one by one; those written and those the store refused."""
+        written: list[ConversationEpisode] = []
+        rejected: list[ConversationEpisode] = []
         for position, episode in enumerate(batch):
             point_id = episode.point_id or ""  # every queued episode has its id
             try:
                 self.memory.store.memorize_many([episode])
             except ValidationError as exc:
                 logger.error("episode %s refused by the store, not recorded: %s", point_id, exc)
-                rejected.add(point_id)
+                rejected.append(episode)
                 with self._lock:
                     self._counts["rejected"] += 1
                     self._last_error = f"{type(exc).__name__}: {exc}"
@@ -620,7 +635,7 @@ class EpisodeRecorder:
                 self._write_failed(exc, len(batch) - position)
                 break
             else:
-                written.add(point_id)
+                written.append(episode)
         return written, rejected
 
     def _write_failed(self, exc: Exception, count: int) -> None:
@@ -629,12 +644,13 @@ class EpisodeRecorder:
             self._last_error = f"{type(exc).__name__}: {exc}"
         logger.warning("recording %d episode(s) failed; kept for retry: %s", count, exc)
 
-    def _forget_spilled(self, done: set[str], settled: list[ConversationEpisode]) -> None:
-        """Take out of the spill file the episodes `done` (stored or refused) and settled.
+    def _forget_spilled(self, done: Counter[str], settled: list[ConversationEpisode]) -> None:
+        """Take out of the spill file the lines `done` (stored or refused) and the settled.
 
-        Holds `_lock`. `settled` are those of `done` read from the file: if it cannot be
-        rewritten, they are remembered as settled, so they are neither written nor counted
-        again while their lines stay there.
+        Holds `_lock`. `done` counts the lines of the versions written (the oldest line of
+        each is taken out, as often as counted). `settled` are those of `done` read from the
+        file: if it cannot be rewritten, they are remembered as settled, so they are neither
+        written nor counted again while their lines stay there.
         """
         if self.spill_path is None:
             return
@@ -647,22 +663,24 @@ class EpisodeRecorder:
         except OSError as exc:
             # A read-only or full disk: the stored episodes stay in the file until a later
             # flush can rewrite it; until then they are known as settled.
-            self._settled.update((ep.point_id, ep) for ep in settled if ep.point_id is not None)
+            self._settled.update(_spill_line(ep) for ep in settled)
             self._spill_failed_locked("removing the stored episodes", exc)
         else:
             self._settled.clear()
 
-    def _rewrite_spilled_locked(self, done: set[str]) -> None:
-        """Rewrite the spill file without `done` and the settled; holds its lock."""
+    def _rewrite_spilled_locked(self, done: Counter[str]) -> None:
+        """Rewrite the spill file without the lines `done` and the settled; holds its lock."""
         assert self.spill_path is not None
         if self.spill_path.exists():
-            self._write_spilled_locked(
-                [
-                    ep
-                    for ep in self._take_spilled()
-                    if ep.point_id not in done and not self._is_settled(ep)
-                ]
-            )
+            left = Counter(done)
+            kept: list[ConversationEpisode] = []
+            for episode in self._take_spilled():
+                line = _spill_line(episode)
+                if left[line] > 0:
+                    left[line] -= 1
+                elif not self._is_settled(episode):
+                    kept.append(episode)
+            self._write_spilled_locked(kept)
 
     def _write_spilled_locked(self, episodes: Sequence[ConversationEpisode]) -> None:
         """Replace the spill file's lines with `episodes` (none: no file); holds its lock."""
