@@ -85,6 +85,9 @@ def format_recall(
         encoding: A tiktoken encoding name or a token-counting callable.
     """
     max_tokens = require_budget(max_tokens)
+    # Checked before looking at the result: an encoding accepted only while nothing matched
+    # would fail the same call once the memory filled.
+    count = token_counter(encoding) if max_tokens is not None else None
     ranked: list[tuple[float, int, int, Mapping[str, Any]]] = []
     for s, (key, _) in enumerate(_SECTIONS):
         for i, item in enumerate(result.get(key, [])):
@@ -108,9 +111,8 @@ def format_recall(
             sections.append((key, title, xml))
         return _render(sections)
 
-    if max_tokens is None:
+    if max_tokens is None or count is None:
         return build(ranked)
-    count = token_counter(encoding)
 
     def fits(block: str) -> bool:
         return count(block) <= max_tokens

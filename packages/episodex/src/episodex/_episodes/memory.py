@@ -7,10 +7,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar, Unpack
 
+from episodex._common.budget import require_budget
 from episodex._common.errors import ConfigurationError
 from episodex._common.paths import default_store_path
 from episodex._common.sync import SyncTwin, blocking, forward, in_thread, threaded
-from episodex._common.tokens import DEFAULT_ENCODING, TokenCounter
+from episodex._common.tokens import DEFAULT_ENCODING, TokenCounter, token_counter
 from episodex._embedders.base import Embedder
 from episodex._embedders.resolve import resolve_embedder
 from episodex._embedders.splade import SpladeEncoder, default_splade
@@ -221,6 +222,10 @@ class EpisodicMemory:
         is given the recall skips the id-only searches behind them (the same episodes, in the
         same order, for less time).
         """
+        # Checked before the recall, as `format_recall` checks them: a mistake is reported
+        # as one, not after the store was searched (or hidden behind an outage meanwhile).
+        if require_budget(max_tokens) is not None:
+            token_counter(encoding)
         result = await self.recall(
             user_id=user_id,
             agent_id=agent_id,

@@ -64,6 +64,7 @@ async def render_memories(
         encoding: A tiktoken encoding name or a token-counting callable.
     """
     budget = require_budget(max_tokens)
+    count = token_counter(encoding)  # before any memory is read, as the budget is
     # Read once into a list: a generator checked with all() and then recalled from is empty.
     listed = (
         list(memories)
@@ -92,7 +93,7 @@ async def render_memories(
                 items.append(
                     ranking[rank].fields(include if include is not None else memory.include)
                 )
-    return fit_block(items, budget, token_counter(encoding))
+    return fit_block(items, budget, count)
 
 
 def as_task(task: object) -> Task:
