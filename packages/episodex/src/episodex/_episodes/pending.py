@@ -18,6 +18,7 @@ a killed one, so there a call is not recorded (`records_writes`).
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -27,7 +28,18 @@ from episodex._engines.base import Engine
 from episodex._engines.plan import Filter, HasId, Hit, Point, SparseVec
 from episodex._episodes.model import stored_texts
 
-__all__ = ["PENDING", "Pending", "clear", "find", "record", "records_writes", "take_back"]
+__all__ = [
+    "PENDING",
+    "RESERVED",
+    "Pending",
+    "clear",
+    "find",
+    "record",
+    "records_writes",
+    "reserved",
+    "take_back",
+    "taken",
+]
 
 #: The payload key marking a record of an unfinished write.
 PENDING = "pending_write"
@@ -46,6 +58,35 @@ def records_writes(engine: Engine) -> bool:
 
 def _record_id(n: int) -> str:
     return str(uuid.uuid5(_NAMESPACE, f"pending-write/{n}"))
+
+
+#: How many record ids an episode may never take (a call of more writes checks the rest).
+RESERVED = 1 << 16
+
+
+@functools.cache
+def _reserved() -> frozenset[str]:
+    return frozenset(_record_id(n) for n in range(RESERVED))
+
+
+def reserved(point_id: str) -> bool:
+    """Whether `point_id` (canonical) is the id of a record.
+
+    An episode stored under it would be overwritten, then deleted, by the next call of
+    several writes, whoever's it is.
+    """
+    return uuid.UUID(point_id).version == 5 and point_id in _reserved()
+
+
+def taken(engine: Engine, collection: str, writes: int) -> list[str]:
+    """The record ids beyond `RESERVED` of a call of `writes` writes that hold an episode."""
+    ids = [_record_id(n) for n in range(RESERVED, writes)]
+    found: list[str] = []
+    for start in range(0, len(ids), _PAGE):
+        chunk = tuple(ids[start : start + _PAGE])
+        hits, _ = engine.scroll(collection, Filter(must=(HasId(chunk),)), limit=len(chunk))
+        found.extend(h.id for h in hits if h.payload.get(PENDING) is not True)
+    return found
 
 
 def record(

@@ -400,6 +400,13 @@ class EpisodeStore:
                 # the recorder has an explicit id, so a check before embedding would read
                 # the engine twice per turn to fail faster in a rare case.)
                 foreign = self.foreign_ids(parsed)
+                for i, ep in enumerate(parsed):
+                    if ep.point_id is not None and pending.reserved(ep.point_id):
+                        foreign.setdefault(
+                            i,
+                            f"point_id {ep.point_id!r} is reserved for the store's own records "
+                            "of unfinished writes; omit point_id to store a new episode",
+                        )
                 if foreign:
                     position, why = min(foreign.items())
                     raise ValidationError(f"episode {position}: {why}")
@@ -410,6 +417,14 @@ class EpisodeStore:
             recorded = self._recorded and writes > 1
             if recorded:
                 self._settle(required=True)
+                # An episode under one of this call's record ids (stored by another program)
+                # would be overwritten by the record, then deleted with it.
+                held = pending.taken(self.engine, self.collection, writes)
+                if held:
+                    raise ValidationError(
+                        f"this call needs {writes} writes, and episode {held[0]!r} holds the id "
+                        "of one of their records: write it in fewer, larger batches (batch_size)"
+                    )
             write_id = str(uuid.uuid4())
             ids: list[str] = []
             now = time.time()
