@@ -77,6 +77,10 @@ __all__ = ["EpisodicMemoryMiddleware", "LessonSource"]
 
 logger = logging.getLogger("langchain_episodex")
 
+#: Newest episodes of a conversation read once per recorded run of a LangGraph thread, for those
+#: of a branch a fork left (read again only while a long branch fills it).
+_BRANCH_WINDOW = 64
+
 _RESERVED_KEYS = frozenset({"messages", "jump_to", "structured_response"})
 
 EnvGetter = Callable[[Mapping[str, Any], Runtime[Any]], Any]
@@ -156,7 +160,9 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
       when one is given). A run whose stream the consumer stopped before that step (it broke
       out of `agent.stream`, closed `astream`) is recorded by the next run of its thread.
       A run LangGraph runs again from a checkpoint (`invoke(None, config)` with a
-      `checkpoint_id`, or a new input there) replaces the record of the run it re-ran.
+      `checkpoint_id`, or a new input there) replaces the record of the run it re-ran, and
+      the runs after that one on the branch the thread left are forgotten (those recorded
+      by this version onwards).
 
     Memory never costs the user the answer: a failed recall runs the agent without the block
     and a failed record keeps the episode in a bounded queue (`EpisodeRecorder`) that is
@@ -430,6 +436,10 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
             "agent_id": scope.agent_id,
             # The LangGraph thread: a run it replays or forks is recorded under the same ids.
             "thread_id": _thread_id(),
+            # This thread's line of runs, carried from run to run in the checkpoint: a fork
+            # shares it with the branch it left, a thread id used again on a new checkpointer
+            # (a restarted `InMemorySaver`, a deleted thread) begins another.
+            "thread_root": (previous or {}).get("thread_root") or uuid.uuid4().hex,
             # Not yet recorded: `after_agent` closes it. A run the consumer stopped streaming
             # before that step stays open in the checkpoint, and the next run records it.
             "open": True,
@@ -648,6 +658,8 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
                     # The user already has the answer; a failed reflection must not lose the run.
                     logger.warning("reflection failed; recording plain summaries", exc_info=True)
             metadata: dict[str, Any] = {"source": "langchain-agent"}
+            if run.get("thread_id") is not None and run.get("thread_root") is not None:
+                metadata.update(thread_id=str(run["thread_id"]), thread_root=run["thread_root"])
             if episode.part is not None:
                 metadata.update(part=episode.part, parts=episode.parts)
             episodes.append(
@@ -666,7 +678,65 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
                     "point_id": run_episode_id(run, episode.start_index, episode.part),
                 }
             )
-        await self.recorder.record_many(episodes)
+        stored = await self.recorder.record_many(episodes)
+        try:
+            await self._forget_left_branch(run, first, episodes, stored)
+        except Exception:
+            # The run is recorded; what stays is the branch the thread left, never this run.
+            logger.warning(
+                "could not forget the episodes of the branch thread %r left",
+                run.get("thread_id"),
+                exc_info=True,
+            )
+
+    async def _forget_left_branch(
+        self,
+        run: Mapping[str, Any],
+        first: int,
+        episodes: Sequence[Mapping[str, Any]],
+        stored: Sequence[str | None],
+    ) -> None:
+        """Forget the episodes of the runs a LangGraph fork left behind, once this run is stored.
+
+        A thread forked (time travel) at an earlier checkpoint goes on from there: the runs
+        after it on the branch it left are no longer the thread's, and their episodes, at
+        thread positions from this run's start on, would be recalled as if they had happened.
+        Only episodes proven to be of this thread's line of runs are forgotten (its thread id
+        and root in their metadata): not another thread's of the same conversation, not those
+        of an earlier thread with the same id, not those recorded before the root was kept.
+        """
+        assert self.memory is not None and self.recorder is not None  # episodes mode
+        thread, root = run.get("thread_id"), run.get("thread_root")
+        own = {episode["point_id"] for episode in episodes}
+        if thread is None or root is None or not own or None in own:
+            return
+        scope = {"user_id": run["user_id"], "agent_id": run["agent_id"]}
+        forgotten: set[str] = set()
+        while True:
+            # The newest episodes of the conversation: a branch's are newer than its fork point.
+            recent = await self.memory.read_recent(
+                _BRANCH_WINDOW, conversation_id=run["conversation_id"], **scope
+            )
+            left = [
+                item["point_id"]
+                for item in recent
+                if item.get("metadata", {}).get("thread_id") == str(thread)
+                and item.get("metadata", {}).get("thread_root") == root
+                and int(item.get("start_index", -1)) >= first
+                and item["point_id"] not in own | forgotten
+            ]
+            if not left:
+                return
+            # This run first, then the left branch: a failure between leaves episodes over,
+            # never this run's missing. A deferred run is written now for that.
+            if None in stored and (not self.recorder.deferred or await self.recorder.flush()):
+                return
+            stored = [episode["point_id"] for episode in episodes]
+            for point_id in left:
+                await self.memory.forget(point_id=point_id, **scope)
+                forgotten.add(point_id)
+            if len(recent) < _BRANCH_WINDOW:
+                return
 
     def _ended(self, state: Mapping[str, Any]) -> dict[str, Any]:
         """The run state of the run in `state`, recorded: where it ends in the thread."""
