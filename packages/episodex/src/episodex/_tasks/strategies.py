@@ -465,6 +465,10 @@ In one sentence, state the lesson from this attempt that would help with similar
 _TEMPLATE_FIELDS = frozenset({"instruction", "result", "error", "rollout"})
 
 
+#: A store without a `tenant` (a custom one): nothing to compare.
+_NO_TENANT = object()
+
+
 class ReflectiveMemory(_StoreMemory):
     """Asks an LLM for a one-sentence lesson as each episode is recorded (Reflexion).
 
@@ -497,7 +501,8 @@ class ReflectiveMemory(_StoreMemory):
         timeout: Seconds to wait for the LLM before recording without a lesson.
         max_reflection_chars: The longest lesson kept (a longer answer is shortened).
         recall_with: Another memory over the same store to recall with (e.g. a
-            `HybridMemory`) instead of the last `n`.
+            `HybridMemory`) instead of the last `n`; one over another user's or agent's store
+            is refused (`ConfigurationError`).
         include: The episode fields shown when recalling.
         encoding: The tiktoken encoding for `max_tokens`.
     """
@@ -536,6 +541,19 @@ class ReflectiveMemory(_StoreMemory):
             raise ConfigurationError(
                 "recall_with must be a memory that ranks episodes (implements retrieve), got "
                 f"{type(recall_with).__name__}"
+            )
+        # A memory over another user's or agent's store would recall their episodes into
+        # this one's prompts: only the tenant this memory writes for may be recalled.
+        other = getattr(recall_with, "store", None)
+        theirs, ours = (
+            getattr(other, "tenant", _NO_TENANT),
+            getattr(self.store, "tenant", _NO_TENANT),
+        )
+        if _NO_TENANT not in (theirs, ours) and theirs != ours:
+            raise ConfigurationError(
+                f"recall_with recalls from the store of user/agent {theirs!r}, and this memory "
+                f"writes to the store of {ours!r}: give it a memory over this store (or one "
+                "of the same user_id and agent_id)"
             )
         self.recall_with = recall_with
         self.reflection_failures = 0
