@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import logging
+import threading
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from episodex import EpisodeRecorder, MemoryScope, RecorderStats, ValidationError, run_sync
+from episodex import (
+    EpisodeRecorder,
+    MemoryScope,
+    RecorderStats,
+    SpanEpisode,
+    ValidationError,
+    run_sync,
+)
 from episodex import EpisodicMemory as CoreMemory
 from langchain_core.messages import BaseMessage, SystemMessage
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator
@@ -16,7 +24,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from langchain_episodex._context import run_scope
 from langchain_episodex._options import check_recall_options, core_memory
-from langchain_episodex._positions import ExchangeCounter, stored_length
+from langchain_episodex._positions import Hold, scope_key, stored_length
 from langchain_episodex._pydantic import configuration_error
 from langchain_episodex._recall import arecall_block
 from langchain_episodex._summaries import answer_value, exchange_episodes, message_text
@@ -119,7 +127,12 @@ class EpisodicConversationMemory(BaseMemory):
     """
 
     _recorder: EpisodeRecorder | None = PrivateAttr(default=None)
-    _counter: ExchangeCounter = PrivateAttr(default_factory=ExchangeCounter)
+    # Per conversation, the hold this object keeps on the indexes it took and has not stored
+    # (an exchange waiting in the recorder, or counted while the store could not be read).
+    _holds: dict[tuple[str, str, str], Hold] = PrivateAttr(
+        default_factory=dict[tuple[str, str, str], Hold]
+    )
+    _holds_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     def __init__(self, **data: Any) -> None:
         try:
@@ -226,8 +239,31 @@ class EpisodicConversationMemory(BaseMemory):
             logger.warning("the exchange is not recorded: the user message has no text")
             return
         episodes = exchange_episodes(asked, answered)
-        first = await self._first_index(scope)
-        records = [
+        hold = Hold(self.memory, scope)
+        # The indexes taken stay taken for every writer until the exchange is stored; kept
+        # too when it was counted without the store, or stopped half way (a gap at most).
+        keep = True
+        try:
+            stored = await self._stored_length(scope)
+            first = hold.take(stored, _EXCHANGE)
+            # The chain calls this after the model answered, so raising would lose the answer;
+            # and a write that fails (the store is down) is kept and retried before the next
+            # exchange, not dropped with only a log line. The recorder never raises for the
+            # store, writes a long exchange's episodes in one batch, and logs a failure.
+            await self.recorder.record_many(self._records(scope, episodes, first))
+            pending = bool(self.recorder.stats().pending)
+            if pending:
+                logger.error("could not record the exchange as an episode; kept for retry")
+            keep = pending or stored is None
+        finally:
+            self._keep(scope, hold, keep=keep)
+
+    @staticmethod
+    def _records(
+        scope: MemoryScope, episodes: list[SpanEpisode], first: int
+    ) -> list[dict[str, Any]]:
+        """The exchange's episodes as records, its question at message index `first`."""
+        return [
             {
                 "short_summary": episode.short_summary,
                 "long_summary": episode.long_summary,
@@ -241,36 +277,38 @@ class EpisodicConversationMemory(BaseMemory):
             }
             for episode in episodes
         ]
-        # The chain calls this after the model answered, so raising would lose the answer;
-        # and a write that fails (the store is down) is kept and retried before the next
-        # exchange, not dropped with only a log line. The recorder never raises for the
-        # store, writes a long exchange's episodes in one batch, and logs a failure.
-        await self.recorder.record_many(records)
-        if self.recorder.stats().pending:
-            logger.error("could not record the exchange as an episode; kept for retry")
 
-    async def _first_index(self, scope: MemoryScope) -> int:
-        """The index of the exchange's question in its conversation (the answer is the next).
+    async def _stored_length(self, scope: MemoryScope) -> int | None:
+        """The conversation's stored length, the exchanges waiting in the recorder written first.
 
-        The conversation's stored length is read once (the exchanges waiting in the recorder
-        written first), then counted; a conversation already stored, by this object before a
-        restart or by another, goes on after its last message.
+        Read at every exchange, so the exchanges other writers stored (another memory object,
+        `record_exchange`, another process) are counted; None when it could not be read.
         """
-        stored: int | None = 0
-        if not self._counter.known(scope):
-            try:
+        try:
+            if self.recorder.stats().pending:
                 await self.recorder.flush()
-                stored = await stored_length(self.memory, scope)
-            except Exception:
-                # Memory is an aid: the exchange is recorded all the same, counted from this
-                # object's own exchanges, and the store is read again at the next one.
-                stored = None
-                logger.warning(
-                    "could not read how far conversation %r is stored; counting on from this memory's own exchanges",
-                    scope.conversation_id,
-                    exc_info=True,
-                )
-        return self._counter.take(scope, _EXCHANGE, stored)
+            return await stored_length(self.memory, scope)
+        except Exception:
+            # Memory is an aid: the exchange is recorded all the same, after the indexes taken
+            # in this process (from 0 if none), and the store is read again at the next one.
+            logger.warning(
+                "could not read how far conversation %r is stored; counting on from this process's own exchanges",
+                scope.conversation_id,
+                exc_info=True,
+            )
+            return None
+
+    def _keep(self, scope: MemoryScope, hold: Hold, *, keep: bool) -> None:
+        """Keep `hold` as this object's hold on the conversation, or release both."""
+        key = scope_key(scope)
+        with self._holds_lock:
+            previous = self._holds.pop(key, None)
+            if keep:
+                self._holds[key] = hold
+        if previous is not None:
+            previous.release()
+        if not keep:
+            hold.release()
 
     def save_context(self, inputs: dict[str, Any], outputs: dict[str, str]) -> None:
         """Record the exchange (chain input and output) as an episode (several if very long)."""
@@ -286,7 +324,12 @@ class EpisodicConversationMemory(BaseMemory):
         await self.recorder.forget(
             user_id=scope.user_id, agent_id=scope.agent_id, conversation_id=scope.conversation_id
         )
-        self._counter.forget(scope)
+        # Nothing of the conversation waits here now: the next exchange counts from the store
+        # (from 0), unless another writer still holds indexes it took (a gap, never a clash).
+        with self._holds_lock:
+            held = self._holds.pop(scope_key(scope), None)
+        if held is not None:
+            held.release()
 
     def clear(self) -> None:
         """Forget every episode of this conversation."""

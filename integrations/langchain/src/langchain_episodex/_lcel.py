@@ -140,9 +140,10 @@ async def arecord_exchange(
     An exchange too long for one episode is stored as several (the core's span rule); the
     id returned is then the first one's. The question and the answer take the next two
     message indexes of the conversation (`start_index`, `end_index`): one past the highest
-    its stored episodes hold, and after those exchanges recorded at the same time through the
-    same memory object took (other processes recording the same conversation at the same
-    time may still be given the same indexes).
+    its stored episodes hold, and after those the conversation's other writers in this process
+    took through the same core memory and have not stored yet (exchanges recorded at the same
+    time, an `EpisodicConversationMemory`'s exchanges waiting to be written); other processes
+    recording the same conversation at the same time may still be given the same indexes.
 
     Args:
         memory: The core memory.

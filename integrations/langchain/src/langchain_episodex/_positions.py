@@ -4,6 +4,11 @@ The agent middleware counts a thread's messages. A classic chain's memory and `r
 see one exchange at a time, so the conversation's length is read from the store: one past the
 highest message index of its newest episodes. Without it every exchange was stored as messages
 0 to 1, and the `start_index`/`end_index` a retriever's documents carry said nothing.
+
+Every writer of one conversation in the process (classic memory objects, `record_exchange`
+calls, over the same core memory) also goes after the indexes the others took and have not
+stored yet: one reservation per core memory and conversation, which they all share. Without
+it two writers read the same stored length and stored two exchanges as the same messages.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from contextlib import contextmanager
 from episodex import EpisodicMemory as CoreMemory
 from episodex import MemoryScope
 
-__all__ = ["ExchangeCounter", "exchange_slot", "stored_length"]
+__all__ = ["Hold", "exchange_slot", "scope_key", "stored_length"]
 
 #: Newest episodes read to find the conversation's highest index. An exchange is at most a few
 #: episodes; episodes imported with older times than later ones are the reason for the margin.
@@ -37,100 +42,88 @@ async def stored_length(memory: CoreMemory, scope: MemoryScope) -> int:
     return max((int(item["end_index"]) + 1 for item in items), default=0)
 
 
-class ExchangeCounter:
-    """The next message index of each conversation one memory object records.
-
-    Read from the store once per conversation, then counted here: the exchanges waiting in a
-    recorder (the store is down) are not in the store yet, but their indexes are taken.
-    """
+class _Reservation:
+    """The indexes the writers of one conversation took and have not all stored yet."""
 
     def __init__(self) -> None:
-        self._next: dict[_Key, int] = {}
-        self._guessed: dict[_Key, int] = {}
-        self._lock = threading.Lock()
-
-    @staticmethod
-    def _key(scope: MemoryScope) -> _Key:
-        assert scope.conversation_id is not None  # the callers check it first
-        return (scope.user_id, scope.agent_id, scope.conversation_id)
-
-    def known(self, scope: MemoryScope) -> bool:
-        """The conversation's next index is counted here already (no store read needed)."""
-        with self._lock:
-            return self._key(scope) in self._next
-
-    def take(self, scope: MemoryScope, messages: int, stored: int | None) -> int:
-        """Reserve `messages` indexes; returns the first.
-
-        Args:
-            scope: The conversation.
-            messages: How many messages the exchange has.
-            stored: The conversation's stored length, used the first time only (a concurrent
-                first exchange may have counted it already); None when it could not be read.
-                The exchange is then counted on from this object's own exchanges (from 0),
-                and the store is read again at the next one.
-        """
-        key = self._key(scope)
-        with self._lock:
-            if stored is None and key not in self._next:
-                first = self._guessed.get(key, 0)
-                self._guessed[key] = first + messages
-                return first
-            first = self._next.setdefault(key, stored or 0)
-            self._next[key] = first + messages
-            return first
-
-    def forget(self, scope: MemoryScope) -> None:
-        """The conversation was forgotten: count it from the store again."""
-        with self._lock:
-            self._next.pop(self._key(scope), None)
-            self._guessed.pop(self._key(scope), None)
-
-
-class _InFlight:
-    """The exchanges of one conversation being recorded now, and the indexes they took."""
-
-    def __init__(self) -> None:
-        self.count = 0
+        self.holders = 0
         self.next = 0
 
-    def take(self, stored: int, messages: int) -> int:
-        """Reserve `messages` indexes after the stored ones and those taken in flight."""
-        with _in_flight_lock:
-            first = max(stored, self.next)
-            self.next = first + messages
-            return first
 
-
-_in_flight: weakref.WeakKeyDictionary[CoreMemory, dict[_Key, _InFlight]] = (
+_reservations: weakref.WeakKeyDictionary[CoreMemory, dict[_Key, _Reservation]] = (
     weakref.WeakKeyDictionary()
 )
-_in_flight_lock = threading.Lock()
+# Held for dictionary and counter updates only, never while the store is read or written.
+_lock = threading.Lock()
+
+
+def scope_key(scope: MemoryScope) -> _Key:
+    """The conversation a reservation is for."""
+    assert scope.conversation_id is not None  # the callers check it first
+    return (scope.user_id, scope.agent_id, scope.conversation_id)
+
+
+class Hold:
+    """A writer's claim on its conversation's reservation, taken before the store is read.
+
+    While a hold is not released the reservation lives, and the indexes taken through it stay
+    taken for every writer of the conversation. A writer holds while its exchange is in
+    flight, and longer while the exchange is not stored (it waits in a recorder). Once no
+    writer holds, the reservation is dropped and the store alone counts, so a conversation
+    forgotten in the meantime starts again at 0. A hold is taken before the store is read: a
+    writer that reads after another's write ended sees that write, and one that read before
+    it finds the other's indexes taken here.
+    """
+
+    def __init__(self, memory: CoreMemory, scope: MemoryScope) -> None:
+        self._memory = memory
+        self._key = scope_key(scope)
+        with _lock:
+            conversations = _reservations.setdefault(memory, {})
+            self._reservation = conversations.setdefault(self._key, _Reservation())
+            self._reservation.holders += 1
+        self._held = True
+
+    def take(self, stored: int | None, messages: int) -> int:
+        """Reserve `messages` indexes after the stored ones and those taken; returns the first.
+
+        Args:
+            stored: The conversation's stored length; None when it could not be read (the
+                exchange then goes after the indexes taken here, from 0 if none).
+            messages: How many messages the exchange has.
+        """
+        with _lock:
+            first = max(stored or 0, self._reservation.next)
+            self._reservation.next = first + messages
+            return first
+
+    def release(self) -> None:
+        """The exchange is stored (or never will be): its indexes need no keeping. Idempotent."""
+        with _lock:
+            if not self._held:
+                return
+            self._held = False
+            self._reservation.holders -= 1
+            if self._reservation.holders:
+                return
+            conversations = _reservations.get(self._memory)
+            if conversations is None:
+                return
+            if conversations.get(self._key) is self._reservation:
+                del conversations[self._key]
+            if not conversations:
+                del _reservations[self._memory]
 
 
 @contextmanager
-def exchange_slot(memory: CoreMemory, scope: MemoryScope) -> Generator[_InFlight]:
-    """Record one exchange of `scope`'s conversation: read its stored length, take, write.
+def exchange_slot(memory: CoreMemory, scope: MemoryScope) -> Generator[Hold]:
+    """Record one exchange of `scope`'s conversation: hold, read its stored length, take, write.
 
-    Exchanges recorded at the same time (threads, tasks awaited together) all read the same
-    stored length: each must also go after the indexes the others took. The count is kept
-    only while one of them is in flight; it is entered before the store is read, so an
-    exchange that reads the store after another's write ended sees that write, and one that
-    read it before still finds the other's indexes taken here. Once none is in flight the
-    store alone counts (so a forgotten conversation starts again at 0).
+    The hold is released when the block ends, written or failed: an exchange that was not
+    written leaves its indexes to the next one (a gap at most, never two exchanges at once).
     """
-    assert scope.conversation_id is not None  # the callers check it first
-    key = (scope.user_id, scope.agent_id, scope.conversation_id)
-    with _in_flight_lock:
-        slot = _in_flight.setdefault(memory, {}).setdefault(key, _InFlight())
-        slot.count += 1
+    hold = Hold(memory, scope)
     try:
-        yield slot
+        yield hold
     finally:
-        with _in_flight_lock:
-            slot.count -= 1
-            if not slot.count:
-                conversations = _in_flight.get(memory, {})
-                conversations.pop(key, None)
-                if not conversations:
-                    _in_flight.pop(memory, None)
+        hold.release()
