@@ -554,7 +554,10 @@ class EdgeEngine:
             folder = self._root / self._open.folders.get(spec.name, spec.name)
             manifest = folder / _MANIFEST
             if spec.name in self._shards:
-                return _read_manifest(manifest) if manifest.exists() else {}
+                # Open already (another handle on this folder): the same settings checks.
+                shared = _read_manifest(manifest) if manifest.exists() else {}
+                self._refuse_quantize(folder, shared)
+                return shared
             if manifest.exists():
                 stored = _read_manifest(manifest)
                 if stored.get("edge_point_ids") not in _KEYERS:
@@ -563,11 +566,7 @@ class EdgeEngine:
                         "UUID point ids; export it with that version and import the file into a "
                         "new store"
                     )
-                if self._quantize and not stored.get(_QUANTIZED):
-                    raise ConfigurationError(
-                        f"{folder} was created without quantize=True and keeps that setting; "
-                        "export it and import the file into a new store opened with quantize=True"
-                    )
+                self._refuse_quantize(folder, stored)
                 # Loading fills the memory-mapped files to their length and replays the log.
                 self._space.require(sparse_bytes(folder), f"opening {folder}")
                 # The load reads the log (and a quantized store's int8 copies) whole: have the
@@ -660,6 +659,14 @@ class EdgeEngine:
             self._shards[spec.name] = shard
             self._keys[spec.name] = _KEYERS[_ID_SCHEME]
             return stored
+
+    def _refuse_quantize(self, folder: Path, stored: Mapping[str, Any]) -> None:
+        """Refuse `quantize=True` for a collection made without it (it keeps its setting)."""
+        if self._quantize and not stored.get(_QUANTIZED):
+            raise ConfigurationError(
+                f"{folder} was created without quantize=True and keeps that setting; "
+                "export it and import the file into a new store opened with quantize=True"
+            )
 
     @staticmethod
     def _clear_half_made(folder: Path) -> None:
