@@ -14,7 +14,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
-from episodex._common.errors import ValidationError
+from episodex._common.errors import ConfigurationError, ValidationError
 from episodex._engines.plan import (
     CollectionSpec,
     Filter,
@@ -27,6 +27,7 @@ from episodex._engines.plan import (
 )
 
 __all__ = [
+    "FOLDER_MAP",
     "MAX_COUNT",
     "STAGING_DIGITS",
     "STAGING_MARK",
@@ -37,6 +38,7 @@ __all__ = [
     "answer_batch",
     "bad_page_token",
     "cap_count",
+    "check_collection_name",
     "explain_fused",
     "is_staging_name",
     "ordered_page",
@@ -62,6 +64,39 @@ def is_staging_name(name: str, collection: str) -> bool:
         and len(digest) == STAGING_DIGITS
         and all(c in "0123456789abcdef" for c in digest)
     )
+
+
+#: The embedded store's file naming the shard folder that serves each collection (`edge.py`).
+FOLDER_MAP = "episodex-collections.json"
+
+
+def check_collection_name(name: object, *, embedded: bool) -> str:
+    """Return `name` if it can name a collection; raise `ConfigurationError` if not.
+
+    The embedded engine makes a folder of each collection inside the store folder: a name
+    holding a path separator, `.` or `..` made it elsewhere (an absolute path or `../x` outside
+    the folder the store's lock covers), and a name of the store's own files (`embedded`: its
+    folder map, the lock and temporary files, all starting with `.` but the map) took their
+    place, leaving the store unopenable. The first rules hold on every engine (a Qdrant server
+    refuses separators and control characters itself, as an outage-like `EngineError`), so a
+    store keeps the names an embedded copy of it can take.
+    """
+    if not isinstance(name, str) or not name:
+        raise ConfigurationError(f"collection must be a non-empty string, got {name!r}")
+    problem = None
+    if "/" in name or "\\" in name:
+        problem = "holds a path separator"
+    elif any(ord(c) < 32 or ord(c) == 127 for c in name):
+        problem = "holds a control character"
+    elif name in (".", ".."):
+        problem = "names a folder, not a collection"
+    elif embedded and (name.startswith(".") or name == FOLDER_MAP):
+        problem = "is reserved for the embedded store's own files (a name starting with '.')"
+    if problem:
+        raise ConfigurationError(
+            f"collection name {name!r} {problem}; give a plain name such as 'my_tasks'"
+        )
+    return name
 
 
 #: The largest count (a limit, an RRF constant) an engine is given. Counts are checked for a

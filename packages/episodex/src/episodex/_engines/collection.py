@@ -10,7 +10,7 @@ from typing import Any, cast
 
 from episodex._common.errors import ConfigurationError, EmbedderMismatchError, EpisodexError
 from episodex._common.validation import require_id
-from episodex._engines.base import Engine
+from episodex._engines.base import Engine, check_collection_name
 from episodex._engines.plan import CollectionSpec, Filter, HasId, Match, Point
 from episodex._engines.sparse import Bm25Encoder
 
@@ -205,6 +205,7 @@ def open_collection(
     Returns:
         The manifest stored with the collection.
     """
+    check_collection_name(spec.name, embedded=engine.kind == "edge")
     manifest = {
         "embedder": embedder_id,
         "dimension": next(iter(spec.dense.values())),

@@ -25,11 +25,13 @@ from episodex._common.errors import (
 from episodex._common.files import atomic_write
 from episodex._common.lockfile import FolderLock
 from episodex._engines.base import (
+    FOLDER_MAP,
     STAGING_MARK,
     StreamRanks,
     answer_batch,
     bad_page_token,
     cap_count,
+    check_collection_name,
     explain_fused,
     is_staging_name,
     ordered_page,
@@ -67,7 +69,7 @@ _MANIFEST = "episodex.json"
 _QUANTIZED = "edge_int8_quantized"  # in the manifest: the collection was created quantized
 # Which shard folder serves a collection, when it is not the folder of the collection's name:
 # a re-index builds a new folder and switches to it by rewriting this one file atomically.
-_FOLDERS = "episodex-collections.json"
+_FOLDERS = FOLDER_MAP
 _WAL = "wal"  # Qdrant's write-ahead log folder inside a shard folder
 _INT8_FILE = "quantized.data"  # Qdrant's file of a segment's int8 copies of one vector
 
@@ -549,6 +551,7 @@ class EdgeEngine:
 
     def ensure_collection(self, spec: CollectionSpec) -> Mapping[str, Any]:
         """Open the collection's shard, creating it and its payload indexes if missing."""
+        check_collection_name(spec.name, embedded=True)  # its folder must be inside the store
         with self._lock:
             self._check_open()
             folder = self._root / self._open.folders.get(spec.name, spec.name)
@@ -910,6 +913,7 @@ class EdgeEngine:
         """Close and delete a collection that no other name serves (an abandoned staging one)."""
         import shutil
 
+        check_collection_name(collection, embedded=True)
         with self._lock:
             self._check_open()
             folder = self.generation(collection)

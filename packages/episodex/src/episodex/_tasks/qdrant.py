@@ -20,7 +20,7 @@ from episodex._common.sync import in_thread
 from episodex._common.unreadable import read_readable, report_unreadable
 from episodex._common.validation import require_int, require_weight
 from episodex._embedders.base import Embedder, embed_documents, embed_query
-from episodex._engines.base import Engine
+from episodex._engines.base import Engine, check_collection_name
 from episodex._engines.collection import (
     clear_tombstones,
     collection_bm25,
@@ -155,11 +155,13 @@ class QdrantTaskStore(BaseMemoryStore):
                 "give exactly one of path=, url=, location=':memory:', engine= or memory=; "
                 f"got {sources or 'none'}"
             )
-        if not isinstance(collection, str) or not collection:  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigurationError(f"collection must be a non-empty string, got {collection!r}")
         if memory is not None:
             engine = memory.engine
             embedder = memory.embedder if embedder is None else embedder
+        # Before the engine opens: a refused name leaves no new store folder behind.
+        check_collection_name(
+            collection, embedded=path is not None or getattr(engine, "kind", None) == "edge"
+        )
         # Every argument is checked before an engine is opened: a store that fails to open
         # must leave its folder free for others.
         self.bm25 = bm25_arg(bm25)
