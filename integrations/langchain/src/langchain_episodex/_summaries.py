@@ -311,6 +311,10 @@ async def reflect_summaries(llm: AnyLLM, episode: SpanEpisode) -> tuple[str, str
 
     `llm` is async or plain (called in a worker thread), as the core takes it.
 
+    Half a character in the answer (a lone surrogate, which no store can keep) is read as
+    U+FFFD, as the exchange's own text is: the episode is stored with the model's summaries
+    rather than refused, and the run lost.
+
     Raises:
         TypeError: The LLM answered something other than text.
     """
@@ -319,7 +323,7 @@ async def reflect_summaries(llm: AnyLLM, episode: SpanEpisode) -> tuple[str, str
     answer = await ask_llm(llm, _REFLECTION_PROMPT.format(exchange=quoted))
     if not isinstance(answer, str):
         raise TypeError(f"the reflection model answered a {type(answer).__name__}, not text")
-    reply = answer.strip()
+    reply = readable(answer).strip()
     if not reply:
         return episode.short_summary, episode.long_summary
     first, _, rest = reply.partition("\n")

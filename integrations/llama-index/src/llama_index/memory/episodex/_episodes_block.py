@@ -19,6 +19,7 @@ from llama_index.memory.episodex._messages import (
     check_messages,
     latest_user_text,
     message_lines,
+    readable,
     session_of,
     tools_called,
 )
@@ -674,7 +675,9 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
                 answer = await ask_llm(self.summarizer, SUMMARY_PROMPT.format(exchange=quoted))
                 if not isinstance(answer, str):
                     raise TypeError(f"the summarizer answered a {type(answer).__name__}, not text")
-                text = answer.strip()
+                # Half a character (a lone surrogate) as U+FFFD, as the messages' own: the
+                # store refuses it, and the episode would be lost with the summary.
+                text = readable(answer).strip()
             except Exception:
                 # The messages may have left short-term memory already: record them with the
                 # extract rather than lose them to a failing model.
