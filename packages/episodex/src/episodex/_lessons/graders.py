@@ -16,7 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from episodex._common.errors import ConfigurationError, GradingError, ValidationError
 from episodex._common.llm import AnyLLM, ask, require_llm
-from episodex._common.text import clip
+from episodex._common.text import clip, mended
 from episodex._lessons.answer import find_verdict
 from episodex._lessons.model import (
     ActionParts,
@@ -307,7 +307,9 @@ def _text(value: object, what: str) -> str | None:
     if value is None:
         return None
     if isinstance(value, str):
-        return value
+        # A JSON answer can spell half a character (`"\\ud83d"`); no step can store it, and
+        # the grades would be refused whole for one character of an explanation.
+        return mended(value)
     raise GradingError(f"{what} must be text, got {value!r}")
 
 
