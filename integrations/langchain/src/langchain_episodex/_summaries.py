@@ -327,4 +327,17 @@ async def reflect_summaries(llm: AnyLLM, episode: SpanEpisode) -> tuple[str, str
     if not reply:
         return episode.short_summary, episode.long_summary
     first, _, rest = reply.partition("\n")
-    return first.strip() or episode.short_summary, rest.strip() or episode.long_summary
+    # Held to the span rule's lengths, as every other path's summaries are: a model that ran
+    # on would otherwise fill every recall block without a budget, and miss those with one.
+    return (
+        _cut(first.strip(), _SHORT_CHARS) or episode.short_summary,
+        _cut(rest.strip(), _LONG_CHARS) or episode.long_summary,
+    )
+
+
+#: The span rule's lengths (`episodex.span_episodes`): the short and the long summary.
+_SHORT_CHARS, _LONG_CHARS = 300, 4000
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
