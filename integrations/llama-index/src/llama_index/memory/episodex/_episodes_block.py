@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import html
 import logging
 import math
@@ -25,6 +26,7 @@ from llama_index.memory.episodex._messages import (
 )
 from llama_index.memory.episodex._resume import READ_WINDOW, recorded_overlap
 from llama_index.memory.episodex._turns import Turn
+from llama_index.memory.episodex._waiting import WaitingFile, waiting_path
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
 from episodex import (
@@ -183,6 +185,10 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
     """A JSONL file keeping the episodes a failed write leaves waiting (the store is down),
     so a process that ends before the store is back loses none: the next block (or
     `EpisodeRecorder`) given the same file writes them. None keeps them in memory only.
+
+    Messages that left short-term memory while the store could not be read (so the block
+    could not place a restored session yet) wait beside it, in `<spill_path>.waiting.json`,
+    and the next block on it records them when it places their session.
     """
 
     _renders: OrderedDict[str, dict[str, list[dict[str, Any]]]] = PrivateAttr(
@@ -204,6 +210,15 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
     _waiting: dict[str, list[ChatMessage]] = PrivateAttr(
         default_factory=dict[str, list[ChatMessage]]
     )
+    # With a spill file, the waiting messages are also kept in a file beside it, so a process
+    # killed before the store can be read loses none (they have left `Memory` already); once
+    # the session is placed, until they are recorded (`_held`). None without a spill file.
+    _waiting_file: WaitingFile | None = PrivateAttr(default=None)
+    # Sessions whose entry in that file was read (`_resume`): only those are written to it.
+    _loaded: set[str] = PrivateAttr(default_factory=set[str])
+    # Sessions that may have an entry in it; and the version of the last snapshot taken.
+    _filed: set[str] = PrivateAttr(default_factory=set[str])
+    _filed_version: int = PrivateAttr(default=0)
     # Per session: the turn its calls take between reading how far the session is recorded
     # and counting the span they record (the summarizer is awaited in between). One per
     # session whatever the event loop: the sync API runs each call on a fresh one.
@@ -217,6 +232,8 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
         self._recorder = EpisodeRecorder(
             self.memory, deferred=self.deferred, spill_path=self.spill_path
         )
+        if self.spill_path is not None:
+            self._waiting_file = WaitingFile(waiting_path(Path(self.spill_path)))
 
     @field_validator("summarizer", mode="before")
     @classmethod
@@ -433,9 +450,10 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
         """
         if conversation in self._positions:
             return None
-        waiting = self._waiting.get(conversation, [])
-        history = [*waiting, *messages]
         try:
+            await self._load_waiting(conversation)
+            waiting = self._waiting.get(conversation, [])
+            history = [*waiting, *messages]
             await self.recorder.flush()
             items = await self.memory.read_recent(
                 READ_WINDOW + 4 * len(history),
@@ -464,7 +482,8 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
                 overlap,
             )
         # The waiting messages have left short-term memory: those not recorded are held, as a
-        # flush holds the start of an unfinished exchange, and recorded first.
+        # flush holds the start of an unfinished exchange, and recorded first. Their entry in
+        # the waiting file goes once the caller has handed them to the recorder (`_filing`).
         self._positions[conversation] = [recorded - overlap + len(waiting), recorded]
         self._held[conversation] = waiting[overlap:]
         self._waiting.pop(conversation, None)
@@ -498,9 +517,11 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
             skip = max(recorded - flushed, 0)
             kept = self._kept.setdefault(conversation, [])
             kept.extend(_fingerprint(m) for m in messages[skip : skip + max(added, 0)])
+            filing = self._filing(conversation)
         # Queued with no await after the count (`_record_upto`): a cancelled turn did both or
         # neither.
         await self.recorder.record_many(episodes)
+        await self._file(conversation, filing)
         return None
 
     def _check_history(
@@ -565,12 +586,16 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
                     # Counted as the session's next messages, as if they had left short-term
                     # memory: they wait with those until the session is placed.
                     self._waiting.setdefault(conversation, []).extend(messages)
-                    return
-                episodes = await self._record_upto(
-                    conversation, messages, whole=True, leaving=True, given=True
-                )
-                self._position(conversation)[0] += len(messages)
+                    filing = self._filing(conversation)
+                    episodes = []
+                else:
+                    episodes = await self._record_upto(
+                        conversation, messages, whole=True, leaving=True, given=True
+                    )
+                    self._position(conversation)[0] += len(messages)
+                    filing = self._filing(conversation)
             await self.recorder.record_many(episodes)
+            await self._file(conversation, filing)
 
     async def _aput(self, messages: list[ChatMessage]) -> None:
         """Record messages flushed out of short-term memory (see `aput`)."""
@@ -592,14 +617,82 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
         async with self._turn(conversation):
             if await self._resume(conversation, messages, whole=False) is not None:
                 self._waiting.setdefault(conversation, []).extend(messages)
-                return
-            self._check_history(conversation, messages, leaving=True)
-            episodes = await self._record_upto(conversation, messages, whole=False, leaving=True)
-            del self._kept.setdefault(conversation, [])[: len(messages)]
-            position = self._position(conversation)
-            position[0] += len(messages)
-            position[1] = max(position[1], position[0] - len(self._held.get(conversation, [])))
+                filing = self._filing(conversation)
+                episodes = []
+            else:
+                self._check_history(conversation, messages, leaving=True)
+                episodes = await self._record_upto(
+                    conversation, messages, whole=False, leaving=True
+                )
+                del self._kept.setdefault(conversation, [])[: len(messages)]
+                position = self._position(conversation)
+                position[0] += len(messages)
+                position[1] = max(position[1], position[0] - len(self._held.get(conversation, [])))
+                filing = self._filing(conversation)
         await self.recorder.record_many(episodes)
+        await self._file(conversation, filing)
+
+    async def _load_waiting(self, conversation: str) -> None:
+        """Take up what a killed process left waiting for the session; in its turn.
+
+        Raises:
+            OSError: The waiting file cannot be read: the session stays unplaced (without
+                the messages there, the history would be placed at the wrong indexes).
+        """
+        if self._waiting_file is None or conversation in self._loaded:
+            return
+        key = (self.user_id, self.agent_id, conversation)
+        filed = await asyncio.to_thread(self._waiting_file.load, key)
+        if filed:
+            # Older than any message this block saw of the session: it had not placed it.
+            self._waiting[conversation] = [*filed, *self._waiting.get(conversation, [])]
+            self._filed.add(conversation)
+        self._loaded.add(conversation)
+
+    def _filing(self, conversation: str) -> tuple[int, list[ChatMessage]] | None:
+        """What of the session is to wait in the waiting file now; in its turn.
+
+        The messages waiting (unplaced), or, once placed, those of them still held. None when
+        the file has nothing to do with the session: no spill file, an entry not read yet
+        (written, it would replace what is there), or a placed session without an entry.
+        """
+        if self._waiting_file is None or conversation not in self._loaded:
+            return None
+        if conversation in self._positions:
+            if conversation not in self._filed:
+                return None
+            left = list(self._held.get(conversation, []))
+        else:
+            left = list(self._waiting.get(conversation, []))
+            if left:
+                self._filed.add(conversation)
+        self._filed_version += 1
+        return self._filed_version, left
+
+    async def _file(self, conversation: str, filing: tuple[int, list[ChatMessage]] | None) -> None:
+        """Write a `_filing` snapshot, after the recorder got the episodes of the turn.
+
+        In that order, a process killed in between leaves the messages both in the spill
+        file and here, and the next block lines them up with the store (`recorded_overlap`)
+        instead of losing them. A snapshot older than one written already is skipped.
+        """
+        if filing is None or self._waiting_file is None:
+            return
+        version, left = filing
+        key = (self.user_id, self.agent_id, conversation)
+        try:
+            await asyncio.to_thread(self._waiting_file.save, key, left, version)
+        except Exception:
+            # Memory is an aid: the messages still wait in this process.
+            logger.warning(
+                "could not write the waiting messages of conversation %r to %s",
+                conversation,
+                self._waiting_file.path,
+                exc_info=True,
+            )
+            return
+        if not left and version == self._filed_version:
+            self._filed.discard(conversation)
 
     async def aflush(self, memory: Any) -> RecorderStats:
         """End of session: record what is still in short-term memory, write what is pending.
