@@ -7,7 +7,7 @@ import logging
 import os
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, cast, runtime_checkable
 
 from episodex import (
     AnyLLM,
@@ -119,6 +119,18 @@ def _storable_tool(name: str) -> bool:
     except ValidationError:
         return False
     return True
+
+
+def _tool_names(names: object, mode: str) -> list[str]:
+    """`memory_tools` as a list of names (`ConfigurationError` for anything else)."""
+    if isinstance(names, str) or not isinstance(names, Sequence):
+        raise ConfigurationError(f"memory_tools must be a list of tool names, got {names!r:.80}")
+    items = list(cast("Sequence[object]", names))
+    if not all(isinstance(name, str) and name.strip() for name in items):
+        raise ConfigurationError(f"memory_tools must be non-empty tool names, got {items!r:.80}")
+    if items and mode != "episodes":
+        raise ConfigurationError("memory_tools is for mode='episodes'")
+    return cast("list[str]", items)
 
 
 def _with_block(system: SystemMessage | None, block: str) -> SystemMessage:
@@ -245,6 +257,13 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
             a restart loses none (None keeps them in memory, dropping the oldest beyond
             `max_pending`).
         search_tool: Give the agent the memory search tool (mode `episodes`).
+        memory_tools: Names of the agent's other tools whose replies are recalled memory (a
+            `create_retriever_tool` over an `EpisodicRetriever`, a tool of your own that
+            answers with its documents): their replies are recorded as a `[recalled
+            episodes]` marker, not as words of this conversation (mode `episodes`). A reply
+            that carries the retriever's documents as its artifact, or a
+            `<recalled_episodes>` block, is known without being named, and only the recalled
+            part of it becomes the marker.
     """
 
     def __init__(
@@ -268,6 +287,7 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         max_pending: int = 1000,
         spill_path: str | os.PathLike[str] | None = None,
         search_tool: bool = False,
+        memory_tools: Sequence[str] = (),
     ) -> None:
         super().__init__()
         if mode not in ("episodes", "lessons"):
@@ -311,6 +331,7 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
                     "mode='episodes'; lessons mode gives the lesson source's block as it is"
                 )
         self.memory: CoreMemory | None = memory if mode == "episodes" else None
+        self._memory_tools = _tool_names(memory_tools, mode)
         self.recorder: EpisodeRecorder | None = (
             EpisodeRecorder(
                 self.memory, deferred=deferred, max_pending=max_pending, spill_path=spill_path
@@ -447,7 +468,7 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         return run, _last_text(messages[start:], HumanMessage)
 
     def _search_tools(self) -> list[str]:
-        return [tool.name for tool in self.tools]
+        return [tool.name for tool in self.tools] + self._memory_tools
 
     def _options(self, run: Mapping[str, Any]) -> dict[str, Any]:
         options = dict(self.recall_options)

@@ -15,6 +15,7 @@ import datetime
 import enum
 import html
 import json
+import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, cast
 
@@ -26,6 +27,7 @@ from episodex import (
     message_line,
     span_episodes,
 )
+from langchain_core.documents import Document
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -36,6 +38,8 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from pydantic import BaseModel
+
+from langchain_episodex._documents import SECTIONS
 
 __all__ = [
     "SEARCH_ARTIFACT",
@@ -198,28 +202,85 @@ def recalled_count(block: str) -> int:
     return sum(line.startswith("<episode ") for line in block.splitlines())
 
 
-def _search_reply(message: BaseMessage, search_tools: Collection[str]) -> bool:
-    """Whether a message is the episodex memory search tool's reply.
-
-    Known by the artifact the tool puts on its replies, whatever name it was given, or by the
-    name of a search tool the caller registered itself.
-    """
+def _search_reply(message: BaseMessage) -> bool:
+    """Whether a message is the episodex memory search tool's reply, known by its artifact."""
     if not isinstance(message, ToolMessage):
         return False
     artifact: object = message.artifact
-    return (isinstance(artifact, Mapping) and SEARCH_ARTIFACT in artifact) or (
-        message.name is not None and message.name in search_tools
-    )
+    return isinstance(artifact, Mapping) and SEARCH_ARTIFACT in artifact
+
+
+def _marker(count: int | None) -> str:
+    if count is None:
+        return "[recalled episodes]"
+    return f"[recalled {count} episode{'' if count == 1 else 's'}]"
+
+
+# A rendered recall (`<recalled_episodes>` block): stored text is escaped inside it, so no
+# episode can close it early or open a line with `<episode `.
+_BLOCK = re.compile(r"<recalled_episodes>\n.*?\n</recalled_episodes>", re.DOTALL)
+# Where recalled text was taken out of a reply; a run of them (and what separates them)
+# becomes one marker.
+_CUT = "\x00"
+_CUTS = re.compile(rf"{_CUT}(?:\s*{_CUT})*")
+
+
+def _episode_documents(message: ToolMessage) -> list[Document]:
+    """The `EpisodicRetriever` documents a tool message carries as its artifact.
+
+    A tool made with `create_retriever_tool(..., response_format="content_and_artifact")`, or
+    any tool answering with content and the retriever's documents, carries them there; each
+    has the episode's id and the recall section in its metadata.
+    """
+    artifact: object = message.artifact
+    if not isinstance(artifact, list | tuple):
+        return []
+    return [
+        item
+        for item in cast("Sequence[object]", artifact)
+        if isinstance(item, Document)
+        and isinstance(item.metadata.get("id"), str)
+        and item.metadata.get("section") in SECTIONS
+    ]
+
+
+def _without_documents(text: str, docs: Sequence[Document]) -> str | None:
+    """`text` with the documents' words replaced by a marker, or None if it shows none of them."""
+    pieces = {doc.page_content for doc in docs} | {
+        str(doc.metadata.get("long_summary", "")) for doc in docs
+    }
+    # Longest first, so a short summary inside a long one does not split it.
+    found = False
+    for piece in sorted((p for p in pieces if p.strip()), key=len, reverse=True):
+        if piece in text:
+            text, found = text.replace(piece, _CUT), True
+    return _CUTS.sub(_marker(len(docs)), text) if found else None
 
 
 def _recorded_text(value: object, search_tools: Collection[str] = ()) -> str:
-    """The text a message is recorded with: its own, or the search tool's reply as a marker."""
+    """The text a message is recorded with: its own, with recalled episodes as a marker.
+
+    Recalled episodes are earlier conversations' words: recorded as they are, they would be
+    recalled as said in this conversation (and stored again after every search). They are
+    the episodex search tool's reply, the `EpisodicRetriever` documents a tool message carries
+    as its artifact, a `<recalled_episodes>` block in a tool's reply, and the reply of a tool
+    named in `search_tools`; the rest of a reply is recorded as it is.
+    """
     text = message_text(value)
-    if isinstance(value, BaseMessage) and _search_reply(value, search_tools):
-        # The reply holds earlier conversations' episodes: recorded as they are, they would be
-        # recalled as said in this conversation (and stored again after every search).
-        count = recalled_count(text)
-        return f"[recalled {count} episode{'' if count == 1 else 's'}]"
+    if not isinstance(value, ToolMessage):
+        return text
+    if _search_reply(value):
+        return _marker(recalled_count(text))
+    docs = _episode_documents(value)
+    if docs:
+        cut = _without_documents(text, docs)
+        if cut is not None:
+            return cut
+    if _BLOCK.search(text):
+        return _BLOCK.sub(lambda m: _marker(recalled_count(m.group(0))), text)
+    if value.name is not None and value.name in search_tools:
+        # Named by the developer as a memory tool: its whole reply is recalled memory.
+        return _marker(len(docs) if docs else None)
     return text
 
 

@@ -191,6 +191,13 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
     and the next block on it records them when it places their session.
     """
 
+    memory_tools: list[str] = Field(default_factory=list[str])
+    """Names of the agent's tools whose replies are recalled memory (a `RetrieverTool` or
+    `QueryEngineTool` over an `EpisodicRetriever`): recorded as a `[recalled episodes]`
+    marker, not as words of this conversation. A `<recalled_episodes>` block in any tool's
+    reply is known without being named, and only the block becomes the marker.
+    """
+
     _renders: OrderedDict[str, dict[str, list[dict[str, Any]]]] = PrivateAttr(
         default_factory=OrderedDict[str, dict[str, list[dict[str, Any]]]]
     )
@@ -734,7 +741,7 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
         tools = tools_called(messages)
         episodes: list[dict[str, Any]] = []
         for episode in span_episodes(
-            message_lines(messages),
+            message_lines(messages, self.memory_tools),
             start_index=start,
             max_chars=self.long_summary_chars,
             short_chars=self.short_summary_chars,

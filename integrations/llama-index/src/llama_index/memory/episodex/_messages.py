@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock, ToolCallBlock
@@ -56,20 +56,49 @@ def _recalled(block: str) -> str:
     return f"[recalled {count} episode{'' if count == 1 else 's'}]"
 
 
-def recorded_text(message: ChatMessage) -> str:
-    """The text a message is recorded with: the memory search tool's reply as a marker.
+def recorded_text(message: ChatMessage, *, memory_tool: bool = False) -> str:
+    """The text a message is recorded with: recalled episodes in it as a marker.
 
-    That reply holds earlier conversations' episodes: recorded as they are, they would be
-    recalled as said in this conversation (and stored again after every search). A tool
-    message that is one `<recalled_episodes>` block, and such a block a `ReActAgent` kept as
-    an observation, become `[recalled N episodes]`; every other text is recorded as it is.
+    Recalled episodes are earlier conversations' texts: recorded as they are, they would be
+    recalled as said in this conversation (and stored again after every search). A
+    `<recalled_episodes>` block in a tool message (the memory search tool's reply, or part of
+    another tool's), and such a block a `ReActAgent` kept as an observation, become
+    `[recalled N episodes]`, the rest of the text kept; the reply of a tool the developer
+    named as a memory tool (`memory_tool`) becomes `[recalled episodes]` as a whole. Every
+    other text is recorded as it is.
     """
     text = message_text(message)
-    if message.role == MessageRole.TOOL and _TOOL_REPLY.fullmatch(text):
-        return _recalled(text)
+    if message.role == MessageRole.TOOL and _TOOL_REPLY.search(text):
+        return _TOOL_REPLY.sub(lambda m: _recalled(m.group(0)), text)
+    if message.role == MessageRole.TOOL and memory_tool:
+        return "[recalled episodes]"
     if message.role == MessageRole.ASSISTANT and "Observation: <recalled_episodes>" in text:
         return _OBSERVATION.sub(lambda m: f"Observation: {_recalled(m.group(1))}", text)
     return text
+
+
+def _memory_replies(messages: Sequence[ChatMessage], memory_tools: Collection[str]) -> set[int]:
+    """Positions of the tool messages that answer a call of one of `memory_tools`.
+
+    A tool message carries only its call's id: the tool's name is in the assistant message
+    that made the call.
+    """
+    if not memory_tools:
+        return set()
+    calls = {
+        block.tool_call_id
+        for message in messages
+        for block in message.blocks
+        if isinstance(block, ToolCallBlock)
+        and block.tool_call_id is not None
+        and block.tool_name in memory_tools
+    }
+    return {
+        index
+        for index, message in enumerate(messages)
+        if message.role == MessageRole.TOOL
+        and message.additional_kwargs.get("tool_call_id") in calls
+    }
 
 
 def readable(query: str) -> str:
@@ -149,23 +178,25 @@ def speaker_name(message: ChatMessage) -> str | None:
 
 
 def message_lines(
-    messages: Sequence[ChatMessage],
+    messages: Sequence[ChatMessage], memory_tools: Collection[str] = ()
 ) -> list[tuple[str, str] | tuple[str, str, str]]:
     """`(role, text)` per message, index for index, by the core's `message_line` rule.
 
-    A message that names its speaker (`speaker_name`) gives `(role, text, name)`.
+    A message that names its speaker (`speaker_name`) gives `(role, text, name)`; the replies
+    to calls of `memory_tools` are recorded as recalled memory (`recorded_text`).
     """
+    replies = _memory_replies(messages, memory_tools)
     return [
         message_line(
             message.role.value,
-            recorded_text(message),
+            recorded_text(message, memory_tool=index in replies),
             tool_calls=[b.tool_name for b in message.blocks if isinstance(b, ToolCallBlock)]
             if message.role == MessageRole.ASSISTANT
             else (),
             system=message.role == MessageRole.SYSTEM,
             name=speaker_name(message),
         )
-        for message in messages
+        for index, message in enumerate(messages)
     ]
 
 
