@@ -69,6 +69,7 @@ def test_the_typed_dicts_list_every_option_once() -> None:
     assert set(RecallOptions.__optional_keys__) == set(DOCUMENTED_DEFAULTS) | {
         "seen_from",
         "seen_until",
+        "seen_metadata",
     }
     assert not RecallOptions.__required_keys__
     assert set(TaskSearchOptions.__optional_keys__) == {

@@ -132,6 +132,7 @@ def test_every_adapter_takes_exactly_the_core_recall_options(memory: EpisodicMem
         "rrf_k": 10,
         "seen_from": 0,
         "seen_until": 4,
+        "seen_metadata": {"thread_id": "t1"},
         "with_stream_ranks": False,
     }
     assert set(every) == RecallOptions.__optional_keys__

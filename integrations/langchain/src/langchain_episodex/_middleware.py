@@ -461,6 +461,9 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
             # shares it with the branch it left, a thread id used again on a new checkpointer
             # (a restarted `InMemorySaver`, a deleted thread) begins another.
             "thread_root": (previous or {}).get("thread_root") or uuid.uuid4().hex,
+            # Every episode of this line of runs carries its thread id and root (it began
+            # with this version): the recall's window can leave out only the thread's own.
+            "rooted": previous is None or bool(previous.get("rooted")),
             # Not yet recorded: `after_agent` closes it. A run the consumer stopped streaming
             # before that step stays open in the checkpoint, and the next run records it.
             "open": True,
@@ -474,11 +477,18 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         options = dict(self.recall_options)
         start, window = int(run["thread_start"]), int(run["window"])
         if start:
+            given = "seen_from" in options or "seen_until" in options
             # The thread's messages from `window` to the run are in the history the model
             # sees; those before it a summary (or a trim) took away, so memory recalls them.
-            if window and "seen_from" not in options and "seen_until" not in options:
+            if window and not given:
                 options["seen_from"] = window
             options.setdefault("seen_until", start)
+            thread, root = run.get("thread_id"), run.get("thread_root")
+            if not given and run.get("rooted") and thread is not None and root is not None:
+                # Other threads of the conversation count their own positions: their
+                # episodes in the window are not in this prompt, so only this thread's
+                # are left out.
+                options.setdefault("seen_metadata", {"thread_id": str(thread), "thread_root": root})
         return options
 
     def _recall(

@@ -104,6 +104,16 @@ class RecallOptions(TypedDict, total=False):
     seen_until: int
     """End (exclusive) of the window of messages in the model's context; see `seen_from`."""
 
+    seen_metadata: Mapping[str, str]
+    """Narrows the window of `seen_from`/`seen_until` to the episodes whose metadata holds these.
+
+    Several writers of one conversation that each count their own messages (two LangGraph
+    threads sharing a conversation id) store episodes at the same positions: the window of
+    one leaves out only its own episodes (those whose `metadata` has every key given here
+    with its value), and the others', whose messages the model does not see, are recalled.
+    Keys are plain metadata keys (no `.`); it needs `seen_from` or `seen_until`.
+    """
+
     with_stream_ranks: bool
     """Add `streams` (each stream's rank and score) to every item (default True).
 
@@ -184,5 +194,21 @@ def _check_value(name: str, value: object, where: str) -> None:
         require_share(f"{where}{name}", value, error=ConfigurationError)
     elif name.endswith("_weight"):
         require_weight(f"{where}{name}", value, error=ConfigurationError)
+    elif name == "seen_metadata":
+        seen_metadata_problem(value, where, ConfigurationError)
     elif name == "with_stream_ranks" and not isinstance(value, bool):
         raise ConfigurationError(f"{where}with_stream_ranks must be True or False, got {value!r}")
+
+
+def seen_metadata_problem(value: object, where: str, error: type[Exception]) -> None:
+    """Raise `error` unless `value` is a `seen_metadata`: plain metadata keys to strings."""
+    if not isinstance(value, Mapping):
+        raise error(
+            f"{where}seen_metadata must be a dict of metadata keys to strings, got {value!r}"
+        )
+    for key, wanted in cast(Mapping[object, object], value).items():
+        if not isinstance(key, str) or not key or "." in key or not isinstance(wanted, str):
+            raise error(
+                f"{where}seen_metadata must map plain metadata keys (no '.') to strings, got "
+                f"{key!r}: {wanted!r}"
+            )

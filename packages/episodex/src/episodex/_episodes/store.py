@@ -67,7 +67,12 @@ from episodex._episodes.model import (
     query_speaker_terms,
     readable,
 )
-from episodex._episodes.options import INT_MINIMUMS, RecallOptions, check_recall_options
+from episodex._episodes.options import (
+    INT_MINIMUMS,
+    RecallOptions,
+    check_recall_options,
+    seen_metadata_problem,
+)
 from episodex._episodes.periods import named_period, period_filter
 from episodex._episodes.transfer import ImportReport
 
@@ -699,9 +704,18 @@ class EpisodeStore:
         return weights
 
     @staticmethod
-    def _seen_window(options: RecallOptions) -> Range | None:
-        """The episodes already in the model's context, by where they end (`seen_from`)."""
+    def _seen_window(options: RecallOptions) -> Range | Filter | None:
+        """The episodes already in the model's context, by where they end (`seen_from`).
+
+        With `seen_metadata`, only the episodes of that writer: another's at the same
+        positions (another thread of the conversation) are not in the model's context.
+        """
+        wanted = options.get("seen_metadata")
+        if wanted is not None:
+            seen_metadata_problem(wanted, "", ValidationError)
         if "seen_from" not in options and "seen_until" not in options:
+            if wanted is not None:
+                raise ValidationError("seen_metadata needs seen_from or seen_until")
             return None
         start = _int_option(options, "seen_from", 0)
         until = options.get("seen_until")
@@ -709,7 +723,11 @@ class EpisodeStore:
             until = _int_option(options, "seen_until", 0)
             if until < start:
                 raise ValidationError(f"seen_until ({until}) is before seen_from ({start})")
-        return Range("end_index", gte=start, lt=until)
+        window = Range("end_index", gte=start, lt=until)
+        if not wanted:
+            return window
+        own = tuple(Match(f"metadata.{key}", value) for key, value in sorted(wanted.items()))
+        return Filter(must=(window, *own))
 
     def _streams(
         self,
