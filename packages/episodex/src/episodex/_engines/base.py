@@ -31,6 +31,7 @@ __all__ = [
     "MAX_COUNT",
     "STAGING_DIGITS",
     "STAGING_MARK",
+    "STAGING_OF",
     "Engine",
     "ReindexableEngine",
     "StagedEngine",
@@ -40,6 +41,7 @@ __all__ = [
     "cap_count",
     "check_collection_name",
     "explain_fused",
+    "is_staging_copy",
     "is_staging_name",
     "ordered_page",
     "refuse_bad_vectors",
@@ -63,6 +65,24 @@ def is_staging_name(name: str, collection: str) -> bool:
         digest != name
         and len(digest) == STAGING_DIGITS
         and all(c in "0123456789abcdef" for c in digest)
+    )
+
+
+#: The manifest entry a re-index writes in the staging collection it makes: the collection it
+#: is a copy of. A user's own collection may well have the staging form of another's name.
+STAGING_OF = "staging_of"
+
+
+def is_staging_copy(name: str, collection: str, manifest: Mapping[str, Any], kind: object) -> bool:
+    """Whether `name` (its manifest `manifest`) is a copy a re-index of `collection` made.
+
+    Of the staging form, marked as a copy of `collection`, holding records of `kind`. Only such a copy is dropped when abandoned or reached by a forget: a collection merely named
+    like one (the user's own `episodes_reindex_0123456789ab`) is another collection.
+    """
+    return (
+        is_staging_name(name, collection)
+        and manifest.get(STAGING_OF) == collection
+        and manifest.get("kind") == kind
     )
 
 

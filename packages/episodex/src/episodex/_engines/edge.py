@@ -33,6 +33,7 @@ from episodex._engines.base import (
     cap_count,
     check_collection_name,
     explain_fused,
+    is_staging_copy,
     is_staging_name,
     ordered_page,
     refuse_bad_vectors,
@@ -958,17 +959,20 @@ class EdgeEngine:
                 except Exception:  # the switch is done; the old shard is only garbage now
                     pass
             # The old folder, and any staging folder a killed or failed re-index of this
-            # collection left: only one of the exact staging form holding this collection's
-            # kind of records, never another collection that merely starts with the prefix.
+            # collection left: only one the re-index marked as its copy (or a half-made one,
+            # with no manifest yet), never another collection merely named like one.
             stale = [old_folder] if old_folder != new_folder else []
-            kind = self._kind(self._root / new_folder)
+            kind = self._manifest(self._root / new_folder).get("kind")
             for path in self._root.glob(f"{collection}{STAGING_MARK}*"):
                 name = path.name
                 if (
                     not path.is_dir()
                     or name in folders.values()
                     or not is_staging_name(name, collection)
-                    or self._kind(path) not in (None, kind)
+                ):
+                    continue
+                if (path / _MANIFEST).is_file() and not is_staging_copy(
+                    name, collection, self._manifest(path), kind
                 ):
                     continue
                 # A re-index that failed in this process left its staging collection open.
@@ -996,7 +1000,7 @@ class EdgeEngine:
             self._check_open()
             serving = set(self._open.folders.values())
             live = self.generation(collection)
-            kind = self._kind(self._root / live)
+            kind = self._manifest(self._root / live).get("kind")
             for path in sorted(self._root.glob(f"{collection}{STAGING_MARK}*")):
                 name = path.name
                 if (
@@ -1009,8 +1013,8 @@ class EdgeEngine:
                 manifest = path / _MANIFEST
                 if not manifest.is_file():
                     continue  # half-made: nothing is written before the manifest
-                if _read_manifest(manifest).get("kind", "") != kind:
-                    continue  # another kind of records, not a copy of this collection
+                if not is_staging_copy(name, collection, _read_manifest(manifest), kind):
+                    continue  # another collection named like a copy, not one of this one
                 if name in self._shards:
                     self.delete(name, flt)
                 else:
@@ -1037,15 +1041,18 @@ class EdgeEngine:
                 shard.close()
 
     @staticmethod
-    def _kind(folder: Path) -> object:
-        """The kind of records a collection folder's manifest names (None: no manifest)."""
+    def _manifest(folder: Path) -> dict[str, Any]:
+        """A collection folder's manifest; empty if it has none or it cannot be read.
+
+        Unreadable, it is not known to be a staging copy, so it is not deleted.
+        """
         manifest = folder / _MANIFEST
         if not manifest.is_file():
-            return None
+            return {}
         try:
-            return _read_manifest(manifest).get("kind", "")
+            return _read_manifest(manifest)
         except EngineError:
-            return ""  # unreadable: not known to be a staging copy, so not deleted
+            return {}
 
     def optimize(self) -> None:
         """Run Qdrant's segment optimizers (HNSW build, merges) on every open shard."""

@@ -19,7 +19,7 @@ from episodex._engines.base import (
     bad_page_token,
     cap_count,
     explain_fused,
-    is_staging_name,
+    is_staging_copy,
     ordered_page,
     refuse_bad_vectors,
     stream_searches,
@@ -540,15 +540,12 @@ class QdrantClientEngine:
             found: list[str] = []
             for described in self._client.get_collections().collections:
                 name = described.name
-                if (
-                    name == serving
-                    or not name.startswith(staged)
-                    or not is_staging_name(name.removeprefix(self._prefix), collection)
-                ):
+                short = name.removeprefix(self._prefix)
+                if name == serving or not name.startswith(staged):
                     continue
                 metadata = self._client.get_collection(name).config.metadata or {}
-                if metadata.get("kind") == kind:
-                    found.append(name.removeprefix(self._prefix))
+                if is_staging_copy(short, collection, metadata, kind):
+                    found.append(short)
             return found
 
         for name in self._call("list staging collections", copies):
@@ -593,22 +590,18 @@ class QdrantClientEngine:
 
         Each was a whole copy of the collection that nothing read or deleted any more (a
         re-index with another embedder fills another one). Only one of the exact staging form
-        holding the records of the kind `serving` holds, and served by no alias: never another
-        collection that merely starts with the prefix.
+        the re-index marked as its copy (`is_staging_copy`), holding the records of the kind
+        `serving` holds, and served by no alias: never another collection named like one.
         """
         kind = (self._client.get_collection(serving).config.metadata or {}).get("kind")
         served = {a.collection_name for a in self._client.get_aliases().aliases}
         staged = f"{self._name(collection)}{STAGING_MARK}"
         for described in self._client.get_collections().collections:
             found = described.name
-            if (
-                found == serving
-                or found in served
-                or not found.startswith(staged)
-                or not is_staging_name(found.removeprefix(self._prefix), collection)
-            ):
+            if found == serving or found in served or not found.startswith(staged):
                 continue
-            if (self._client.get_collection(found).config.metadata or {}).get("kind") == kind:
+            metadata = self._client.get_collection(found).config.metadata or {}
+            if is_staging_copy(found.removeprefix(self._prefix), collection, metadata, kind):
                 self._client.delete_collection(found)
 
     def optimize(self) -> None:

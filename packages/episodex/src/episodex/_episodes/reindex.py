@@ -161,7 +161,12 @@ def reindex(
     previous = store.stored_embedder
     staging = staging_name(store, embedder, engine.generation(source))
     target = EpisodeStore(
-        engine, embedder, bm25=store.bm25, splade=store.splade, collection=staging
+        engine,
+        embedder,
+        bm25=store.bm25,
+        splade=store.splade,
+        collection=staging,
+        _staging_of=source,
     )
     total = engine.count(source, _EVERYTHING)
     done = embedded = resumed = 0

@@ -34,7 +34,13 @@ from episodex._common.validation import (
 )
 from episodex._embedders.base import Embedder, embed_documents, embed_query
 from episodex._embedders.splade import SpladeEncoder
-from episodex._engines.base import Engine, ReindexableEngine, StagedEngine, StreamRanks
+from episodex._engines.base import (
+    STAGING_OF,
+    Engine,
+    ReindexableEngine,
+    StagedEngine,
+    StreamRanks,
+)
 from episodex._engines.collection import (
     collection_bm25,
     delete_counted,
@@ -142,6 +148,7 @@ class EpisodeStore:
         splade: SpladeEncoder | None = None,
         collection: str = COLLECTION,
         for_reindex: bool = False,
+        _staging_of: str | None = None,
     ) -> None:
         bm25 = require_bm25(bm25)
         self.engine = engine
@@ -175,6 +182,10 @@ class EpisodeStore:
             "streams": list(self.streams),
             "sparse_model": splade.model_id if splade is not None else None,
         }
+        if _staging_of is not None:
+            # Made by a re-index of `_staging_of`: only a collection so marked is ever dropped
+            # as its abandoned copy or reached by its forgets (`is_staging_copy`).
+            settings[STAGING_OF] = _staging_of
         #: Why vectors cannot be used (the collection awaits a re-index), or None.
         self.mismatch: str | None = None
         try:
