@@ -34,6 +34,7 @@ __all__ = [
     "Pending",
     "clear",
     "find",
+    "forget",
     "record",
     "records_writes",
     "reserved",
@@ -153,6 +154,39 @@ def find(engine: Engine, collection: str) -> Pending | None:
                 (r["id"], r["payload"]) for r in hit.payload.get("replaced", [])
             )
     return pending
+
+
+def forget(
+    engine: Engine, collection: str, forgotten: Callable[[str, Mapping[str, Any]], bool]
+) -> None:
+    """Delete from the records an unfinished call left the episodes `forgotten` names.
+
+    A record keeps the stored payload of each episode its call replaced until the call is
+    taken back; a forget must not leave those copies on disk, nor let taking back write a
+    forgotten episode again. Its id moves to the record's new ones: taking back deletes what
+    the call wrote there (the episode did not exist before, as far as anyone may know now).
+    `forgotten` is asked with each copy's point id and payload.
+    """
+    first, _ = engine.scroll(collection, Filter(must=(HasId((_record_id(0),)),)), limit=1)
+    if not first or first[0].payload.get(PENDING) is not True:
+        return
+    ids = tuple(_record_id(n) for n in range(int(first[0].payload.get("writes", 1))))
+    for start in range(0, len(ids), _PAGE):
+        chunk = ids[start : start + _PAGE]
+        hits, _ = engine.scroll(collection, Filter(must=(HasId(chunk),)), limit=len(chunk))
+        changed: list[Point] = []
+        for hit in hits:
+            if hit.payload.get(PENDING) is not True:
+                continue
+            replaced = list(hit.payload.get("replaced", []))
+            gone = [r["id"] for r in replaced if forgotten(r["id"], r["payload"])]
+            if gone:
+                payload = dict(hit.payload)
+                payload["replaced"] = [r for r in replaced if r["id"] not in gone]
+                payload["new"] = [*payload.get("new", []), *gone]
+                changed.append(Point(id=hit.id, dense={}, sparse={}, payload=payload))
+        if changed:
+            engine.upsert(collection, changed)
 
 
 def take_back(engine: Engine, collection: str, pending: Pending, vectors: Vectors) -> None:

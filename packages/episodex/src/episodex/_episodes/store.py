@@ -880,6 +880,8 @@ class EpisodeStore:
         The copies a re-index killed or failed midway left in its staging collection are
         deleted too, first: they would stay on disk until a later re-index finished. When one
         cannot be reached, the error is raised before anything of the collection is deleted.
+        So are the copies the records of a call killed between its writes keep of the episodes
+        it replaced (`pending`), until that call is taken back.
         """
         flt = tenant_filter(user_id, agent_id)
         chosen = sum((point_id is not None, conversation_id is not None, everything is True))
@@ -887,18 +889,36 @@ class EpisodeStore:
             raise ValidationError(
                 "forget needs exactly one of point_id=..., conversation_id=... or everything=True"
             )
+        forgotten_id: str | None = None
         if point_id is not None:
             hit = self._find(point_id, flt)
             if hit is None:
                 return 0
+            forgotten_id = hit.id
             flt = flt.and_(HasId((hit.id,)))
         elif conversation_id is not None:
-            flt = flt.and_(Match("conversation_id", require_id("conversation_id", conversation_id)))
+            conversation_id = require_id("conversation_id", conversation_id)
+            flt = flt.and_(Match("conversation_id", conversation_id))
         with self._write_lock:
             if isinstance(self.engine, StagedEngine):
                 # A staged copy deleted alone loses nothing: a resumed re-index copies again
                 # what the collection still holds.
                 self.engine.delete_staged(self.collection, flt)
+            if self._recorded:
+                # The copies a killed call's records keep of the episodes it replaced.
+                pending.forget(
+                    self.engine,
+                    self.collection,
+                    lambda pid, payload: (
+                        payload.get("user_id") == user_id
+                        and payload.get("agent_id") == agent_id
+                        and (forgotten_id is None or pid == forgotten_id)
+                        and (
+                            conversation_id is None
+                            or payload.get("conversation_id") == conversation_id
+                        )
+                    ),
+                )
             return delete_counted(self.engine, self.collection, flt)
 
     # -- export, import and statistics: each in its own module ----------------------------
