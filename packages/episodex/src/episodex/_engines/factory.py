@@ -37,7 +37,9 @@ class EngineOptions(TypedDict, total=False):
     """Prefix of server collection names (default `episodex_`)."""
 
     timeout: float | None
-    """Request timeout in seconds (server only)."""
+    """Seconds each server request may take (server only), rounded up to whole seconds; None
+    for qdrant-client's 5. Transient failures are tried 4 times, so a server that never
+    answers raises `EngineUnavailableError` after about 4 * timeout + 1.4 seconds."""
 
     client_options: Mapping[str, Any] | None
     """More keyword arguments for `qdrant_client.QdrantClient`."""

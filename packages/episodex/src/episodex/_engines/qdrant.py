@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import math
+import re
 import threading
 import time
 import uuid
@@ -11,7 +13,12 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, TypeVar
 
-from episodex._common.errors import EngineError, EngineUnavailableError, StoreClosedError
+from episodex._common.errors import (
+    ConfigurationError,
+    EngineError,
+    EngineUnavailableError,
+    StoreClosedError,
+)
 from episodex._engines.base import (
     STAGING_MARK,
     StreamRanks,
@@ -181,6 +188,47 @@ def _server_scope(url: str, prefix: str) -> _ServerScope:
         return scope
 
 
+# The user (and password) part of a URL's authority: `https://user:password@host`.
+_USERINFO = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)?(?P<userinfo>[^/?#]*)@")
+
+
+def _shown_url(url: str) -> str:
+    """`url` as a message may show it: no user, password or query (where keys travel)."""
+    shown = _USERINFO.sub(lambda m: f"{m['scheme'] or ''}***@", url, count=1)
+    base, query, _ = shown.partition("?")
+    return f"{base}?***" if query else base
+
+
+def _secrets(url: str, api_key: str | None) -> list[tuple[str, str]]:
+    """What to replace in a message so that no credential of `url` or `api_key` shows."""
+    hidden = [(url, _shown_url(url))]
+    found = _USERINFO.match(url)
+    if found and found["userinfo"]:
+        hidden.append((found["userinfo"], "***"))
+    _, _, query = url.partition("?")
+    if query:
+        hidden.append((query, "***"))
+    if api_key:
+        hidden.append((api_key, "***"))
+    return hidden
+
+
+def _request_timeout(timeout: object) -> int:
+    """The per-request timeout qdrant-client takes: whole seconds, rounded up, never 0."""
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not math.isfinite(timeout)
+        or timeout <= 0
+    ):
+        raise ConfigurationError(
+            f"timeout must be a positive number of seconds, got {timeout!r}; leave it out for "
+            "qdrant-client's 5 seconds"
+        )
+    # qdrant-client takes whole seconds; cut down, 0.5 became 0 and every request failed.
+    return math.ceil(timeout)
+
+
 def _transient(exc: Exception) -> bool:
     if isinstance(exc, ResponseHandlingException):
         return True  # connection refused, timeouts: raised before any answer
@@ -207,7 +255,10 @@ class QdrantClientEngine:
         api_key: Server API key.
         prefer_grpc: Use gRPC.
         prefix: Prefix of collection names on the server.
-        timeout: Request timeout in seconds.
+        timeout: Seconds each request may take (rounded up to whole seconds, as qdrant-client
+            takes them); None for qdrant-client's 5. A server that never answers ends in
+            `EngineUnavailableError` after `retries + 1` attempts: about
+            `(retries + 1) * timeout` seconds plus the backoff (1.4 s by default).
         options: More `QdrantClient` keyword arguments.
         retries: Extra attempts for transient failures.
         backoff: First retry delay in seconds, doubled each time.
@@ -228,9 +279,20 @@ class QdrantClientEngine:
     ) -> None:
         kwargs: dict[str, Any] = dict(options or {})
         if timeout is not None:
-            kwargs["timeout"] = int(timeout)
+            kwargs["timeout"] = _request_timeout(timeout)
+        #: Each credential in `url` or `api_key` and what a message shows instead.
+        self._secrets = _secrets(url, api_key) if url else []
+        self._where = f" at {_shown_url(url)}" if url else ""
         if url:
-            self._client = QdrantClient(url=url, api_key=api_key, prefer_grpc=prefer_grpc, **kwargs)
+            try:
+                self._client = QdrantClient(
+                    url=url, api_key=api_key, prefer_grpc=prefer_grpc, **kwargs
+                )
+            except ValueError as exc:  # qdrant-client's (and urllib3's) messages show the url
+                raise ConfigurationError(
+                    f"url={_shown_url(url)!r} is not a Qdrant server URL ({self._hide(exc)}); "
+                    "give one like http://localhost:6333"
+                ) from None
             self._kind = "server"
         else:
             self._client = QdrantClient(location=location, **kwargs)
@@ -261,6 +323,13 @@ class QdrantClientEngine:
         """The underlying qdrant-client, for administration."""
         return self._client
 
+    def _hide(self, exc: BaseException) -> str:
+        """`exc` as a message may show it, without the server's credentials."""
+        text = str(exc)
+        for secret, shown in self._secrets:
+            text = text.replace(secret, shown)
+        return text
+
     def _name(self, collection: str) -> str:
         return f"{self._prefix}{collection}"
 
@@ -282,11 +351,12 @@ class QdrantClientEngine:
                         f"{what} failed: the store was closed while it ran; open it again"
                     ) from exc
                 if not _transient(exc):
-                    raise EngineError(f"{what} failed: {exc}") from exc
+                    raise EngineError(f"{what} failed{self._where}: {self._hide(exc)}") from exc
                 if attempt == self._retries:
                     raise EngineUnavailableError(
-                        f"{what} failed: the Qdrant server is unreachable after "
-                        f"{self._retries + 1} attempts ({exc}); check url= and that it is running"
+                        f"{what} failed: the Qdrant server{self._where} is unreachable after "
+                        f"{self._retries + 1} attempts ({self._hide(exc)}); check url= and that "
+                        "it is running"
                     ) from exc
                 time.sleep(delay)
                 delay *= 2
