@@ -50,7 +50,25 @@ def _closed_port() -> int:
         return s.getsockname()[1]
 
 
-def _answer_500(conn: socket.socket) -> None:
+def _answer(status: bytes, headers: bytes = b"") -> Callable[[socket.socket], None]:
+    def answer(conn: socket.socket) -> None:
+        _read_request(conn)
+        body = b'{"status":{"error":"boom"}}'
+        conn.sendall(
+            b"HTTP/1.1 "
+            + status
+            + b"\r\nContent-Type: application/json\r\n"
+            + headers
+            + b"Content-Length: "
+            + str(len(body)).encode()
+            + b"\r\nConnection: close\r\n\r\n"
+            + body
+        )
+
+    return answer
+
+
+def _read_request(conn: socket.socket) -> None:
     data = b""
     while b"\r\n\r\n" not in data:
         chunk = conn.recv(65536)
@@ -68,11 +86,9 @@ def _answer_500(conn: socket.socket) -> None:
         if not chunk:
             return
         body += chunk
-    answer = b'{"status":{"error":"boom"}}'
-    conn.sendall(
-        b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\n"
-        b"Content-Length: " + str(len(answer)).encode() + b"\r\nConnection: close\r\n\r\n" + answer
-    )
+
+
+_answer_500 = _answer(b"500 Internal Server Error")
 
 
 @contextmanager
@@ -174,3 +190,13 @@ def test_an_unreachable_server_is_named_without_its_credentials() -> None:
     message = str(caught.value)
     assert f"Qdrant server at http://***@127.0.0.1:{port} is unreachable" in message
     assert SECRET not in message and KEY not in message
+
+
+def test_a_busy_server_that_says_when_to_come_back_is_retried() -> None:
+    # qdrant-client raises its own ResourceExhaustedResponse, not UnexpectedResponse, for a
+    # 429 with Retry-After: it was an EngineError at the first answer, never tried again.
+    with server(_answer(b"429 Too Many Requests", b"Retry-After: 1\r\n")) as port:
+        start = time.perf_counter()
+        with pytest.raises(EngineUnavailableError, match="unreachable after 4 attempts"):
+            EpisodicMemory(url=f"http://127.0.0.1:{port}", embedder=HashEmbedder(), timeout=2)
+    assert time.perf_counter() - start >= 1.4  # the backoff between the four attempts

@@ -49,6 +49,7 @@ from episodex._engines.plan import (
 
 try:
     from qdrant_client import QdrantClient, models
+    from qdrant_client.common.client_exceptions import ResourceExhaustedResponse
     from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 except ImportError as exc:
     raise ImportError(
@@ -234,6 +235,8 @@ def _transient(exc: Exception) -> bool:
         return True  # connection refused, timeouts: raised before any answer
     if isinstance(exc, UnexpectedResponse):
         return exc.status_code in (429, 502, 503, 504)
+    if isinstance(exc, ResourceExhaustedResponse):
+        return True  # qdrant-client's own class for a 429 that says when to come back
     name = type(exc).__name__
     return name in {"ConnectError", "ConnectTimeout", "ReadTimeout", "RemoteProtocolError"} or (
         "UNAVAILABLE" in str(exc)
