@@ -11,6 +11,7 @@ and only marked copies are dropped or reached by a forget, on both engines.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -120,3 +121,33 @@ def test_the_copy_a_killed_reindex_left_is_still_forgotten_and_dropped(
     left = _copies(memory, tmp_path)
     assert OWN in left and abandoned not in left
     assert _own(memory).count(user_id="u", agent_id="a") == 3
+
+
+def test_the_copy_an_older_release_left_unmarked_is_still_forgotten_and_dropped(
+    tmp_path: Path,
+) -> None:
+    # A copy left by a re-index killed under an older release has no mark: it is still taken
+    # for a copy by its name and kind, so what is forgotten does not stay in it.
+    memory = SyncEpisodicMemory(tmp_path / "s", embedder=old(), splade=False)
+    try:
+        memory.memorize_many(_episodes("u", 6))
+        abandoning = HashEmbedder(dimension=40, model_id="test/abandoned")
+        with pytest.raises(_Stop):
+            memory.reindex(abandoning, on_progress=_stop)
+        [abandoned] = _copies(memory, tmp_path)
+    finally:
+        memory.close()
+    manifest = tmp_path / "s" / abandoned / "episodex.json"
+    written = json.loads(manifest.read_text())
+    assert written.pop("staging_of") == "episodes"
+    manifest.write_text(json.dumps(written))
+    memory = SyncEpisodicMemory(tmp_path / "s", embedder=old(), splade=False)
+    try:
+        memory.forget(user_id="u", agent_id="a", conversation_id="c0")
+        staged = EpisodeStore(memory.store.engine, abandoning, collection=abandoned)
+        assert staged.count(user_id="u", agent_id="a") == 3
+        memory.reindex(new(), batch_size=4)
+        assert abandoned not in _copies(memory, tmp_path)
+        assert memory.count(user_id="u", agent_id="a") == 3
+    finally:
+        memory.close()

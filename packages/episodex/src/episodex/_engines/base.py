@@ -76,14 +76,16 @@ STAGING_OF = "staging_of"
 def is_staging_copy(name: str, collection: str, manifest: Mapping[str, Any], kind: object) -> bool:
     """Whether `name` (its manifest `manifest`) is a copy a re-index of `collection` made.
 
-    Of the staging form, marked as a copy of `collection`, holding records of `kind`. Only such a copy is dropped when abandoned or reached by a forget: a collection merely named
-    like one (the user's own `episodes_reindex_0123456789ab`) is another collection.
+    Of the staging form and holding records of `kind`. Every collection made since the mark
+    exists records `STAGING_OF` (the collection it copies, or "" for none), so only a marked
+    copy is dropped when abandoned or reached by a forget: a collection merely named like one
+    (the user's own `episodes_reindex_0123456789ab`) is another collection. One made before
+    has no mark: it is taken for a copy by its name and kind, as it was then, so the copies
+    of re-indexes killed under an older release are still forgotten and dropped.
     """
-    return (
-        is_staging_name(name, collection)
-        and manifest.get(STAGING_OF) == collection
-        and manifest.get("kind") == kind
-    )
+    if not is_staging_name(name, collection) or manifest.get("kind") != kind:
+        return False
+    return manifest.get(STAGING_OF, collection) == collection
 
 
 #: The embedded store's file naming the shard folder that serves each collection (`edge.py`).

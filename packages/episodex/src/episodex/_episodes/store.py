@@ -182,10 +182,11 @@ class EpisodeStore:
             "streams": list(self.streams),
             "sparse_model": splade.model_id if splade is not None else None,
         }
-        if _staging_of is not None:
-            # Made by a re-index of `_staging_of`: only a collection so marked is ever dropped
-            # as its abandoned copy or reached by its forgets (`is_staging_copy`).
-            settings[STAGING_OF] = _staging_of
+        # Made by a re-index of `_staging_of`, or ("") by none: only a collection marked as its
+        # copy is ever dropped as a re-index's abandoned copy or reached by its forgets, and a
+        # new collection of the staging form the user named is marked as none
+        # (`is_staging_copy`).
+        settings[STAGING_OF] = _staging_of or ""
         #: Why vectors cannot be used (the collection awaits a re-index), or None.
         self.mismatch: str | None = None
         try:
