@@ -171,3 +171,116 @@ async def test_messages_waiting_for_an_unreadable_store_survive_a_kill(
         for p in tmp_path.iterdir()
         if p.name.startswith(spill.name) and not p.name.endswith(".lock")
     ] == []
+
+
+def _held_message(index: int) -> ChatMessage:
+    """Message `index` of a session whose user asks in two messages, of varied lengths."""
+    n, kind = divmod(index, 3)
+    if kind == 2:
+        return ChatMessage(role="assistant", content=f"a{n:03d} " + "parcel " * 30)
+    words = 300 if kind == 1 and n % 5 == 4 else 3 + 11 * n % 40  # now and then a long one
+    return ChatMessage(role="user", content=f"q{n:03d}{'ab'[kind]} " + "refund " * words)
+
+
+#: A placed session whose user asks in two messages, the second now and then a long one:
+#: `Memory` then flushes up to it (short-term memory must start with a user message), so the
+#: first waits in the block for its answer. The process is killed at the first such flush.
+_HELD_PROCESS = textwrap.dedent(
+    """
+    import asyncio, os, signal, sys
+    from episodex import EpisodicMemory, open_engine
+    from episodex.testing import HashEmbedder
+    from llama_index.core.base.llms.types import ChatMessage
+    from llama_index.core.memory import Memory
+    from llama_index.core.storage.chat_store.base_db import MessageStatus
+    from llama_index.memory.episodex import EpisodicMemoryBlock, offline_tokenizer
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    store, spill, db, limit = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+
+    def message(index):
+        n, kind = divmod(index, 3)
+        if kind == 2:
+            return ChatMessage(role="assistant", content=f"a{n:03d} " + "parcel " * 30)
+        words = 300 if kind == 1 and n % 5 == 4 else 3 + 11 * n % 40
+        text = f"q{n:03d}{'ab'[kind]} " + "refund " * words
+        return ChatMessage(role="user", content=text)
+
+    async def main():
+        block = EpisodicMemoryBlock(
+            memory=memory, user_id="u1", agent_id="support", spill_path=spill
+        )
+        chat = Memory.from_defaults(
+            session_id="chat-1", memory_blocks=[block], tokenizer_fn=offline_tokenizer(),
+            async_engine=create_async_engine(f"sqlite+aiosqlite:///{db}"),
+            token_limit=400, token_flush_size=100,
+        )
+        for index in range(limit):
+            if index % 3 == 2:
+                await chat.aget()  # what an agent does before answering
+            await chat.aput(message(index))
+            archived = await chat.aget_all(status=MessageStatus.ARCHIVED)
+            if index % 3 != 2 and len(archived) > index // 3 * 3:
+                # A question flushed, its answer not given yet: killed now.
+                print(index + 1, len(archived), block.stats().pending, flush=True)
+                os.kill(os.getpid(), signal.SIGKILL)
+        print("never held", flush=True)
+
+    memory = EpisodicMemory(engine=open_engine(path=store), embedder=HashEmbedder(), splade=False)
+    asyncio.run(main())
+    """
+)
+
+
+async def test_a_flushed_question_waiting_for_its_answer_survives_a_kill(tmp_path: Path) -> None:
+    store, spill, db = tmp_path / "store", tmp_path / "pending.jsonl", tmp_path / "chat.db"
+    child = subprocess.run(
+        [sys.executable, "-c", _HELD_PROCESS, *map(str, (store, spill, db, 3 * TURNS))],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
+    assert child.returncode == -signal.SIGKILL, (child.stdout, child.stderr)
+    put, archived, pending = map(int, child.stdout.split())
+    # The question before the last one had left short-term memory (and its database).
+    assert (put % 3, archived, pending) == (2, put - 1, 0)
+
+    # The next process: the session goes on from the chat database, three more turns, ends.
+    memory = EpisodicMemory(
+        engine=open_engine(path=str(store)), embedder=HashEmbedder(), splade=False
+    )
+    chat_engine = create_async_engine(f"sqlite+aiosqlite:///{db}")
+    end = 3 * (put // 3 + 4)
+    try:
+        block = EpisodicMemoryBlock(
+            memory=memory, user_id="u1", agent_id="support", spill_path=spill
+        )
+        chat = Memory.from_defaults(
+            session_id="chat-1",
+            memory_blocks=[block],
+            tokenizer_fn=offline_tokenizer(),
+            async_engine=chat_engine,
+            token_limit=400,
+            token_flush_size=100,
+        )
+        for index in range(put, end):
+            if index % 3 == 2:
+                await chat.aget()
+            await chat.aput(_held_message(index))
+        assert (await block.aflush(chat)).pending == 0
+        items = await memory.read_recent(
+            1000, user_id="u1", agent_id="support", conversation_id="chat-1"
+        )
+    finally:
+        await chat_engine.dispose()
+        memory.close()
+    # Every message exactly once, at its index: the question held at the kill too.
+    assert _stored(items) == {
+        index: [str(_held_message(index).content).split()[0]] for index in range(end)
+    }
+    assert [
+        p.name
+        for p in tmp_path.iterdir()
+        if p.name.startswith(spill.name) and not p.name.endswith(".lock")
+    ] == []

@@ -186,9 +186,10 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
     so a process that ends before the store is back loses none: the next block (or
     `EpisodeRecorder`) given the same file writes them. None keeps them in memory only.
 
-    Messages that left short-term memory while the store could not be read (so the block
-    could not place a restored session yet) wait beside it, in `<spill_path>.waiting.json`,
-    and the next block on it records them when it places their session.
+    Messages that left short-term memory unrecorded (while the store could not be read, so
+    the block could not place a restored session yet; or the start of an exchange whose end
+    is still in short-term memory) wait beside it, in `<spill_path>.waiting.json`, and the
+    next block on it records them when it places their session.
     """
 
     memory_tools: list[str] = Field(default_factory=list[str])
@@ -210,7 +211,8 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
     # first, to notice a history replaced behind the block's back (`Memory.areset()`). None
     # for one a resumed session has not shown yet (`_resume`): it matches any message.
     _kept: dict[str, list[int | None]] = PrivateAttr(default_factory=dict[str, list[int | None]])
-    # Per session: flushed messages whose exchange had not ended yet (recorded with its end).
+    # Per session: flushed messages whose exchange had not ended yet (recorded with its end);
+    # with a spill file, also in the waiting file (`_filing`), as they left `Memory` already.
     _held: dict[str, list[ChatMessage]] = PrivateAttr(default_factory=dict[str, list[ChatMessage]])
     # Per session not placed yet (`_resume` could not read the store): the messages that left
     # short-term memory meanwhile, oldest first, placed with the history once the store is read.
@@ -219,7 +221,7 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
     )
     # With a spill file, the waiting messages are also kept in a file beside it, so a process
     # killed before the store can be read loses none (they have left `Memory` already); once
-    # the session is placed, until they are recorded (`_held`). None without a spill file.
+    # the session is placed, the held ones (`_held`), until recorded. None without a spill file.
     _waiting_file: WaitingFile | None = PrivateAttr(default=None)
     # Sessions whose entry in that file was read (`_resume`): only those are written to it.
     _loaded: set[str] = PrivateAttr(default_factory=set[str])
@@ -659,16 +661,19 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
     def _filing(self, conversation: str) -> tuple[int, list[ChatMessage]] | None:
         """What of the session is to wait in the waiting file now; in its turn.
 
-        The messages waiting (unplaced), or, once placed, those of them still held. None when
-        the file has nothing to do with the session: no spill file, an entry not read yet
-        (written, it would replace what is there), or a placed session without an entry.
+        The messages waiting (unplaced), or, once placed, the messages held (flushed, their
+        exchange not ended). None when the file has nothing to do with the session: no spill
+        file, an entry not read yet (written, it would replace what is there), or a placed
+        session holding nothing, without an entry.
         """
         if self._waiting_file is None or conversation not in self._loaded:
             return None
         if conversation in self._positions:
-            if conversation not in self._filed:
-                return None
+            # Held messages have left `Memory` too: a kill would lose them as waiting ones.
             left = list(self._held.get(conversation, []))
+            if not left and conversation not in self._filed:
+                return None
+            self._filed.add(conversation)
         else:
             left = list(self._waiting.get(conversation, []))
             if left:

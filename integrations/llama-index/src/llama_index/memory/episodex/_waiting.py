@@ -6,7 +6,8 @@ its database) already: kept in the process only, a killed process lost them, tho
 recorded episode survives a kill in the recorder's spill file. With a spill file, they wait
 beside it too (`<spill file>.waiting.json`, one entry per user, agent and session), written
 whole and fsync'ed, under a lock file that processes sharing it take in turn; the next block
-on it takes them up when it places the session.
+on it takes them up when it places the session. So do the messages a placed session holds
+back (flushed, the rest of their exchange still in short-term memory), until recorded.
 """
 
 from __future__ import annotations
