@@ -284,3 +284,46 @@ async def test_a_flushed_question_waiting_for_its_answer_survives_a_kill(tmp_pat
         for p in tmp_path.iterdir()
         if p.name.startswith(spill.name) and not p.name.endswith(".lock")
     ] == []
+
+
+async def test_waiting_messages_of_a_session_not_gone_on_with_are_recorded_by_its_aflush(
+    tmp_path: Path,
+) -> None:
+    """The way the `spill_path` docstring gives to record a session no one goes on with."""
+    store, spill, db = tmp_path / "store", tmp_path / "pending.jsonl", tmp_path / "chat.db"
+    child = subprocess.run(
+        [sys.executable, "-c", _FIRST_PROCESS, *map(str, (store, spill, db, STORED, KILLED))],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    memory = EpisodicMemory(
+        engine=open_engine(path=str(store)), embedder=HashEmbedder(), splade=False
+    )
+    chat_engine = create_async_engine(f"sqlite+aiosqlite:///{db}")
+    try:
+        block = EpisodicMemoryBlock(
+            memory=memory, user_id="u1", agent_id="support", spill_path=spill
+        )
+        chat = Memory.from_defaults(
+            session_id="chat-1",
+            memory_blocks=[block],
+            tokenizer_fn=offline_tokenizer(),
+            async_engine=chat_engine,
+            token_limit=400,
+            token_flush_size=100,
+        )
+        assert (await block.aflush(chat)).pending == 0  # no new turn: only the flush
+        items = await memory.read_recent(
+            1000, user_id="u1", agent_id="support", conversation_id="chat-1"
+        )
+    finally:
+        await chat_engine.dispose()
+        memory.close()
+    assert _stored(items) == {
+        i: [_question(i // 2).split()[0] if i % 2 == 0 else _answer(i // 2).split()[0]]
+        for i in range(2 * KILLED)
+    }
+    assert not (tmp_path / (spill.name + ".waiting.json")).exists()

@@ -190,6 +190,13 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
     the block could not place a restored session yet; or the start of an exchange whose end
     is still in short-term memory) wait beside it, in `<spill_path>.waiting.json`, and the
     next block on it records them when it places their session.
+
+    Only a block that meets their session places them: a session a killed process never
+    goes on with keeps them in that file. No other session's block records them for it, as
+    the file cannot tell whether the block that wrote them still runs (and will record them
+    itself at their exchange's end: they would be stored twice). To record them, call
+    `aflush(memory)` on a block with that session's `Memory` (its history restored from
+    its database) once the store can be read.
     """
 
     memory_tools: list[str] = Field(default_factory=list[str])
