@@ -580,8 +580,10 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
 
         Raises:
             ValidationError: No conversation id: neither `conversation_id` is set nor do the
-                messages carry the session id `Memory` stamps on them; or a session id that
-                is no string, or one the store refuses as an id.
+                messages carry the session id `Memory` stamps on them; messages carrying
+                different session ids, without a `session_id` or `conversation_id` to record
+                them under (nothing is recorded); or a session id that is no string, or one
+                the store refuses as an id.
         """
         check_messages(messages, "EpisodicMemoryBlock.aput")
         _check_session(session_id)

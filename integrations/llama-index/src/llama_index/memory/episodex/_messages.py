@@ -201,9 +201,23 @@ def message_lines(
 
 
 def session_of(messages: Sequence[ChatMessage]) -> str | None:
-    """The session id `Memory` stamps on messages it flushes, if any message carries one."""
+    """The session id `Memory` stamps on messages it flushes, if any message carries one.
+
+    Raises:
+        ValidationError: The messages carry different session ids (stamped by several
+            sessions' `Memory`): taken from the first, the other sessions' turns were
+            stored in its conversation, at its indexes.
+    """
+    sessions: list[str] = []
     for message in messages:
         value = message.additional_kwargs.get("session_id")
-        if isinstance(value, str) and value.strip():
-            return value
-    return None
+        if isinstance(value, str) and value.strip() and value not in sessions:
+            sessions.append(value)
+    if len(sessions) > 1:
+        shown = ", ".join(repr(s[:80]) for s in sessions[:5])
+        raise ValidationError(
+            f"the messages carry {len(sessions)} different session ids ({shown}): give each "
+            "session's messages in a call of their own, or pass session_id to record them all "
+            "under one"
+        )
+    return sessions[0] if sessions else None
