@@ -44,13 +44,35 @@ def waiting_path(spill_path: Path) -> Path:
     return spill_path.with_name(spill_path.name + ".waiting.json")
 
 
+def _readable(entry: object) -> tuple[dict[str, Any], list[Any]] | None:
+    """An entry as `(entry with its readable messages, unreadable messages)`; None if no entry."""
+    if not isinstance(entry, dict):
+        return None
+    fields: dict[str, Any] = {k: entry.get(k) for k in _KEY_FIELDS}  # pyright: ignore[reportUnknownMemberType]
+    messages: object = entry.get("messages")  # pyright: ignore[reportUnknownMemberType]
+    if not all(isinstance(v, str) for v in fields.values()) or not isinstance(messages, list):
+        return None
+    kept: list[Any] = []
+    unreadable: list[Any] = []
+    for message in messages:  # pyright: ignore[reportUnknownVariableType]
+        try:
+            ChatMessage.model_validate(message)
+        except (ValueError, TypeError):
+            unreadable.append(message)
+        else:
+            kept.append(message)
+    return {**fields, "messages": kept}, unreadable
+
+
 class WaitingFile:
     """Per user, agent and session: the messages waiting to be recorded, in a JSON file.
 
     Every method does file I/O: call it in a worker thread. `load` raises `OSError` or
     `ValueError` when the file cannot be read; `save` raises them when it cannot be written
-    (the file is then as it was). A file damaged by something else is logged and read as
-    empty.
+    (the file is then as it was). What of a file damaged by something else cannot be read
+    (the whole file, an entry, a message) is moved to `<name>.torn` and logged, never dropped:
+    overwritten by the next save, the messages in it were lost for good. Every readable entry
+    and message is kept.
     """
 
     def __init__(self, path: Path) -> None:
@@ -63,7 +85,7 @@ class WaitingFile:
     def load(self, key: Key) -> list[ChatMessage]:
         """The messages waiting for `key`, oldest first."""
         with self._guard, self._locked():
-            entries = self._read()
+            entries = self._read(strict=False)
         for entry in entries:
             if tuple(entry[k] for k in _KEY_FIELDS) == key:
                 return [ChatMessage.model_validate(m) for m in entry["messages"]]
@@ -76,7 +98,9 @@ class WaitingFile:
             if version <= self._saved.get(key, -1):
                 return
             with self._locked():
-                entries = [e for e in self._read() if tuple(e[k] for k in _KEY_FIELDS) != key]
+                entries = [
+                    e for e in self._read(strict=True) if tuple(e[k] for k in _KEY_FIELDS) != key
+                ]
                 if lines:
                     user, agent, conversation = key
                     entries.append(
@@ -90,28 +114,76 @@ class WaitingFile:
                 self._write(entries)
             self._saved[key] = version
 
-    def _read(self) -> list[dict[str, Any]]:
+    def _read(self, *, strict: bool) -> list[dict[str, Any]]:
+        """The readable entries, each with its readable messages; the rest set aside.
+
+        Args:
+            strict: Raise `OSError` when what cannot be read cannot be set aside (a save,
+                which would overwrite it); else log it and leave the file as it is.
+        """
         try:
             text = self.path.read_bytes()
         except FileNotFoundError:
             return []
         try:
             data = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             data = None
-        entries: object = data.get("sessions") if isinstance(data, dict) else None  # pyright: ignore[reportUnknownMemberType]
-        if not isinstance(entries, list):
-            # Written whole by a rename, so never torn: damaged by something else. What it
-            # held cannot be taken up; the next save replaces it.
-            logger.error("%s is not a file of waiting messages: ignored", self.path)
+        found: object = data.get("sessions") if isinstance(data, dict) else None  # pyright: ignore[reportUnknownMemberType]
+        if not isinstance(found, list):
+            # Written whole by a rename, so never torn: damaged by something else.
+            self._set_aside([text], [], strict=strict)
             return []
-        return [
-            e  # pyright: ignore[reportUnknownVariableType]
-            for e in entries  # pyright: ignore[reportUnknownVariableType]
-            if isinstance(e, dict)
-            and all(isinstance(e.get(k), str) for k in _KEY_FIELDS)  # pyright: ignore[reportUnknownMemberType]
-            and isinstance(e.get("messages"), list)  # pyright: ignore[reportUnknownMemberType]
-        ]
+        entries: list[dict[str, Any]] = []
+        aside: list[bytes] = []
+        for entry in found:  # pyright: ignore[reportUnknownVariableType]
+            readable = _readable(entry)
+            if readable is None:
+                aside.append(json.dumps(entry, ensure_ascii=True).encode())
+                continue
+            kept, unreadable = readable
+            if unreadable:
+                aside.append(json.dumps({**kept, "messages": unreadable}).encode())
+            if kept["messages"]:
+                entries.append(kept)
+        if aside:
+            self._set_aside(aside, entries, strict=strict)
+        return entries
+
+    def _set_aside(
+        self, parts: list[bytes], entries: list[dict[str, Any]], *, strict: bool
+    ) -> None:
+        """Append `parts` to `<name>.torn`, then make `entries` the file: nothing is dropped.
+
+        In that order, a process killed in between leaves them in both files (set aside again
+        at the next read), never in neither.
+        """
+        side = self.path.with_name(self.path.name + ".torn")
+        try:
+            with side.open("ab") as fh:
+                for part in parts:
+                    fh.write(part + b"\n")
+                fh.flush()
+                os.fsync(fh.fileno())
+            self._write(entries)
+        except OSError:
+            if strict:
+                raise
+            logger.exception(
+                "%s holds %d unreadable part(s) of waiting messages that could not be moved to "
+                "%s: left in place",
+                self.path,
+                len(parts),
+                side,
+            )
+            return
+        logger.error(
+            "%s held %d unreadable part(s) of waiting messages (damaged by something else): "
+            "moved to %s, the readable ones kept",
+            self.path,
+            len(parts),
+            side,
+        )
 
     def _write(self, entries: list[dict[str, Any]]) -> None:
         if not entries:
