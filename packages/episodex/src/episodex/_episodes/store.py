@@ -364,9 +364,11 @@ class EpisodeStore:
         All or nothing: a bad episode raises `ValidationError` naming its position, and an
         embedder failure raises, before anything is written; a write that fails after earlier
         batches were written takes those back (new episodes deleted, episodes it replaced
-        restored) before its error is raised. Every episode's vectors are held until the end
-        (about 4.5 KB each), so a caller with hundreds of thousands of episodes calls in
-        chunks.
+        restored) before its error is raised, and the failed write too (a Qdrant server can
+        apply a write and still fail to answer). A call of one write is taken back on a server
+        unless it gives point ids (a retry with them replaces). Every episode's vectors are
+        held until the end (about 4.5 KB each), so a caller with hundreds of thousands of
+        episodes calls in chunks.
         """
         batch_size = require_int("batch_size", batch_size, minimum=1)
         self._require_vectors()
@@ -444,6 +446,15 @@ class EpisodeStore:
                     )
             write_id = str(uuid.uuid4())
             ids: list[str] = []
+            # A failed write may have been applied all the same: a server's answer can time
+            # out, or its connection drop, after it wrote. Its point ids are chosen here,
+            # before it is sent, so it is taken back with the earlier writes (deleting ids
+            # that were never written changes nothing). A call of one write can be taken back
+            # only when it replaces nothing (no `point_id`): which stored episodes it would
+            # replace is read for calls of several writes only. An embedded engine's failed
+            # write is never applied, so there a call of one write is left as it is.
+            sent: list[str] = []
+            undoable = writes > 1 or not (explicit or self._recorded)
             now = time.time()
             try:
                 for n, start in enumerate(range(0, len(parsed), batch_size)):
@@ -458,13 +469,17 @@ class EpisodeStore:
                     written = [p.id for p in points]
                     if recorded:
                         points.append(pending.record(write_id, n, writes, now, points, replaced))
+                    if undoable:
+                        sent.extend(written)
                     self.engine.upsert(self.collection, points)
                     ids.extend(written)
                 if recorded:
                     pending.clear(self.engine, self.collection, writes)
             except BaseException as exc:
-                if ids:
-                    self._take_back(ids, replaced, exc, records=writes if recorded else 0)
+                if sent:
+                    self._take_back(
+                        sent, replaced, exc, records=writes if recorded else 0, written=len(ids)
+                    )
                 raise
         return ids
 
@@ -487,11 +502,14 @@ class EpisodeStore:
         exc: BaseException,
         *,
         records: int = 0,
+        written: int | None = None,
     ) -> None:
         """Undo the writes of a failed `memorize_many`: delete its new points, restore the rest.
 
-        `records` is how many records of the call (`pending`) to delete afterwards: none are
-        left for the next open to take back again.
+        `ids` are those of every write sent, the failed one's too; the first `written` (all if
+        None) are those of writes that returned, the others may or may not be stored. `records`
+        is how many records of the call (`pending`) to delete afterwards: none are left for the
+        next open to take back again.
         """
         unique = list(dict.fromkeys(ids))
         new = [i for i in unique if i not in replaced]
@@ -506,14 +524,25 @@ class EpisodeStore:
             if records:
                 pending.clear(self.engine, self.collection, records)
         except Exception as undo:
-            shown = ", ".join(unique[:5]) + (
-                f" and {len(unique) - 5} more" if len(unique) > 5 else ""
-            )
+            stored = list(dict.fromkeys(ids[:written]))
+            unsure = [i for i in unique if i not in set(stored)]
             later = " (until the store is opened again, which takes them back)" if records else ""
+            told = f"memorize_many failed ({exc})"
+            if stored:
+                told += (
+                    f" after writing {len(stored)} of its episodes, and taking them back failed "
+                    f"too ({undo}); they are stored{later}: {_shown(stored)}."
+                )
+            else:
+                told += f", and taking back its failed write failed too ({undo})."
+            if unsure:
+                told += (
+                    f" The {len(unsure)} episodes of the write that failed may be stored"
+                    f"{' as well' if stored else ''} (a server can apply a write and still fail "
+                    f"to answer){later}: {_shown(unsure)}."
+                )
             raise EngineError(
-                f"memorize_many failed ({exc}) after writing {len(unique)} of its episodes, and "
-                f"taking them back failed too ({undo}); they are stored{later}: {shown}. Calling "
-                "memorize_many again with the same point_ids replaces them"
+                f"{told} Calling memorize_many again with the same point_ids replaces them"
             ) from exc
 
     def foreign_ids(self, episodes: Sequence[ConversationEpisode]) -> dict[int, str]:
@@ -954,3 +983,8 @@ def _diversified(result: RecallResult, diversity: float) -> RecallResult:
         ordered.append(item)
     result["previous_conversations"] = ordered
     return result
+
+
+def _shown(ids: Sequence[str]) -> str:
+    """The first ids of a list, and how many more, for an error message."""
+    return ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
