@@ -13,7 +13,6 @@ from episodex import (
     EpisodeRecorder,
     MemoryScope,
     RecorderStats,
-    SpanEpisode,
     ValidationError,
     run_sync,
 )
@@ -27,7 +26,12 @@ from langchain_episodex._options import check_recall_options, core_memory
 from langchain_episodex._positions import Hold, scope_key, stored_length
 from langchain_episodex._pydantic import configuration_error
 from langchain_episodex._recall import arecall_block
-from langchain_episodex._summaries import answer_value, exchange_episodes, message_text
+from langchain_episodex._summaries import (
+    answer_value,
+    exchange_episodes,
+    exchange_records,
+    message_text,
+)
 
 try:
     from langchain_classic.base_memory import BaseMemory
@@ -250,33 +254,15 @@ class EpisodicConversationMemory(BaseMemory):
             # and a write that fails (the store is down) is kept and retried before the next
             # exchange, not dropped with only a log line. The recorder never raises for the
             # store, writes a long exchange's episodes in one batch, and logs a failure.
-            await self.recorder.record_many(self._records(scope, episodes, first))
+            await self.recorder.record_many(
+                exchange_records(scope, episodes, first, source="langchain-classic")
+            )
             pending = bool(self.recorder.stats().pending)
             if pending:
                 logger.error("could not record the exchange as an episode; kept for retry")
             keep = pending or stored is None
         finally:
             self._keep(scope, hold, keep=keep)
-
-    @staticmethod
-    def _records(
-        scope: MemoryScope, episodes: list[SpanEpisode], first: int
-    ) -> list[dict[str, Any]]:
-        """The exchange's episodes as records, its question at message index `first`."""
-        return [
-            {
-                "short_summary": episode.short_summary,
-                "long_summary": episode.long_summary,
-                "user_id": scope.user_id,
-                "agent_id": scope.agent_id,
-                "conversation_id": scope.conversation_id,
-                "start_index": first + episode.start_index,
-                "end_index": first + episode.end_index,
-                "speakers": list(episode.speakers),
-                "metadata": {"source": "langchain-classic"},
-            }
-            for episode in episodes
-        ]
 
     async def _stored_length(self, scope: MemoryScope) -> int | None:
         """The conversation's stored length, the exchanges waiting in the recorder written first.

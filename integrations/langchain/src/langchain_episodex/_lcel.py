@@ -15,7 +15,12 @@ from langchain_episodex._options import check_recall_options, core_memory
 from langchain_episodex._positions import exchange_slot, stored_length
 from langchain_episodex._recall import arecall_block, recall_block
 from langchain_episodex._settings import check_ids, check_max_tokens
-from langchain_episodex._summaries import answer_value, exchange_episodes, message_text
+from langchain_episodex._summaries import (
+    answer_value,
+    exchange_episodes,
+    exchange_records,
+    message_text,
+)
 
 __all__ = ["arecord_exchange", "recall_episodes", "record_exchange"]
 
@@ -181,21 +186,7 @@ async def arecord_exchange(
     with exchange_slot(core, scope) as slot:
         first = slot.take(await stored_length(core, scope), max(e.end_index for e in episodes) + 1)
         ids = await core.memorize_many(
-            [
-                {
-                    "short_summary": episode.short_summary,
-                    "long_summary": episode.long_summary,
-                    "user_id": scope.user_id,
-                    "agent_id": scope.agent_id,
-                    "conversation_id": scope.conversation_id,
-                    "start_index": first + episode.start_index,
-                    "end_index": first + episode.end_index,
-                    "tools_invoked": tools,
-                    "speakers": list(episode.speakers),
-                    "metadata": {"source": "langchain-lcel"},
-                }
-                for episode in episodes
-            ]
+            exchange_records(scope, episodes, first, source="langchain-lcel", tools=tools)
         )
     return ids[0]
 
