@@ -714,8 +714,10 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
             await self._forget_left_branch(run, first, episodes, stored)
         except Exception:
             # The run is recorded; what stays is the branch the thread left, never this run.
+            # Every run checks (a fork is not known inside the run), so say what was tried.
             logger.warning(
-                "could not forget the episodes of the branch thread %r left",
+                "could not look for, or forget, the episodes of a branch thread %r left by "
+                "time travel; this run is recorded",
                 run.get("thread_id"),
                 exc_info=True,
             )
