@@ -12,6 +12,7 @@ from typing import Any, Literal, Protocol, cast, runtime_checkable
 from episodex import (
     AnyLLM,
     ConfigurationError,
+    ConversationEpisode,
     EpisodeRecorder,
     MemoryScope,
     RecorderStats,
@@ -744,6 +745,23 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         if thread is None or root is None or not own or None in own:
             return
         scope = {"user_id": run["user_id"], "agent_id": run["agent_id"]}
+
+        def left_behind(episode: ConversationEpisode) -> bool:
+            return (
+                episode.user_id == run["user_id"]
+                and episode.agent_id == run["agent_id"]
+                and episode.conversation_id == run["conversation_id"]
+                and episode.metadata.get("thread_id") == str(thread)
+                and episode.metadata.get("thread_root") == root
+                and episode.start_index >= first
+                and episode.point_id not in own
+            )
+
+        # The left branch's episodes still waiting (the store failing, a deferred write not
+        # done yet) first, this run's already queued: written later, they would bring the
+        # branch back after the stored ones below are forgotten. No write runs meanwhile, so
+        # one written before is among the stored ones read next.
+        await self.recorder.forget_waiting(left_behind)
         forgotten: set[str] = set()
         while True:
             # The newest episodes of the conversation: a branch's are newer than its fork point.

@@ -30,7 +30,7 @@ import os
 import threading
 import uuid
 from collections import Counter, deque
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -305,25 +305,60 @@ class EpisodeRecorder:
                 stored = self.memory.store.forget(
                     user_id=user_id, agent_id=agent_id, conversation_id=conversation_id
                 )
-            with self._lock, self._spill_file_lock():
-                dropped = 0
-                if self.spill_path is not None and self.spill_path.exists():
-                    try:
-                        spilled = [ep for ep in self._take_spilled() if not self._is_settled(ep)]
-                        left = [ep for ep in spilled if not forgotten(ep)]
-                        if len(left) < len(spilled):
-                            self._write_spilled_locked(left)
-                            self._settled.clear()
-                    except OSError as exc:
-                        raise EngineError(
-                            f"forgot {stored} stored episode(s), but the waiting ones could not "
-                            f"be taken out of the spill file {self.spill_path} ({exc}); they "
-                            "would be written again: call forget again"
-                        ) from exc
-                    dropped = len(spilled) - len(left)
-                queued = sum(1 for ep in self._pending if forgotten(ep))
-                self._pending = deque(ep for ep in self._pending if not forgotten(ep))
-        return stored + dropped + queued
+            try:
+                waiting = self._drop_waiting(forgotten)
+            except OSError as exc:
+                raise EngineError(
+                    f"forgot {stored} stored episode(s), but the waiting ones could not "
+                    f"be taken out of the spill file {self.spill_path} ({exc}); they "
+                    "would be written again: call forget again"
+                ) from exc
+        return stored + waiting
+
+    async def forget_waiting(self, where: Callable[[ConversationEpisode], bool]) -> int:
+        """Take the waiting episodes `where` accepts out of the recorder, never to be written.
+
+        The episodes not yet stored (the store failing, or the background writer not there
+        yet), in memory and in the spill file: those of something that no longer happened
+        (a LangGraph thread forked back to an earlier point) that a later write would store.
+        No write of this recorder runs meanwhile: once this returns, each of them is either
+        taken out or was stored before it began. Stored episodes are not touched (the
+        memory's `forget` does that). Returns how many waiting episodes were taken out.
+
+        Raises:
+            EngineError: The spill file could not be rewritten; nothing is taken out (call
+                it again).
+        """
+        return await asyncio.to_thread(self._forget_waiting_blocking, where)
+
+    def _forget_waiting_blocking(self, where: Callable[[ConversationEpisode], bool]) -> int:
+        with self._write_lock:
+            try:
+                return self._drop_waiting(where)
+            except OSError as exc:
+                raise EngineError(
+                    f"the waiting episodes could not be taken out of the spill file "
+                    f"{self.spill_path} ({exc}); they would be written: call it again"
+                ) from exc
+
+    def _drop_waiting(self, where: Callable[[ConversationEpisode], bool]) -> int:
+        """Take the waiting episodes `where` accepts out; holds `_write_lock`.
+
+        Out of the spill file first: if it cannot be rewritten (`OSError`), nothing is
+        taken out, those in memory neither.
+        """
+        with self._lock, self._spill_file_lock():
+            queue = deque(ep for ep in self._pending if not where(ep))
+            dropped = len(self._pending) - len(queue)
+            if self.spill_path is not None and self.spill_path.exists():
+                spilled = [ep for ep in self._take_spilled() if not self._is_settled(ep)]
+                left = [ep for ep in spilled if not where(ep)]
+                if len(left) < len(spilled):
+                    self._write_spilled_locked(left)
+                    self._settled.clear()
+                dropped += len(spilled) - len(left)
+            self._pending = queue
+        return dropped
 
     def stats(self) -> RecorderStats:
         """Counters and the queue's size: the recorder's health."""
