@@ -589,7 +589,17 @@ class QdrantClientEngine:
 
     def generation(self, collection: str) -> str:
         """The collection that serves `collection` now (changes when a re-index switches)."""
-        target = self._call("get aliases", lambda: self._alias_target(collection))
+
+        def run() -> str | None:
+            target = self._alias_target(collection)
+            if target is None and not self._client.collection_exists(self._name(collection)):
+                # A switch cut in half (the old collection deleted, no alias yet): finish it,
+                # as opening the store does, so that a re-index run again goes on.
+                self._finish_switch(collection)
+                target = self._alias_target(collection)
+            return target
+
+        target = self._call("get aliases", run)
         return collection if target is None else target.removeprefix(self._prefix)
 
     def drop_collection(self, collection: str) -> None:
@@ -629,34 +639,99 @@ class QdrantClientEngine:
 
         Also drops the staging collections that re-indexes of `collection` killed or failed
         midway left (as the embedded engine deletes their folders at a switch).
+
+        Returns once `staging` serves `collection`. A server can apply a request of the switch
+        and still fail the call (an answer that timed out, a proxy's error after the write):
+        after a failure the server is asked what it serves. Switched, this returns (what is
+        left over is logged, and the next switch drops it); cut in half (the old collection
+        deleted, no alias yet), the switch is finished; not switched, the error says that the
+        old collection still serves every episode.
         """
         name, new = self._name(collection), self._name(staging)
+        before = self._call("get aliases", lambda: self._alias_target(collection))
 
         def run() -> None:
             old = self._alias_target(collection)
             if old is not None:
                 # Already an alias: moving it is one atomic request.
-                self._client.update_collection_aliases(
-                    [
-                        models.DeleteAliasOperation(
-                            delete_alias=models.DeleteAlias(alias_name=name)
-                        ),
-                        _create_alias(name, new),
-                    ]
-                )
                 if old != new:
-                    self._client.delete_collection(old)
+                    self._client.update_collection_aliases(
+                        [
+                            models.DeleteAliasOperation(
+                                delete_alias=models.DeleteAlias(alias_name=name)
+                            ),
+                            _create_alias(name, new),
+                        ]
+                    )
             else:
-                metadata = dict(self._client.get_collection(new).config.metadata or {})
-                self._client.update_collection(new, metadata={**metadata, "serves": collection})
-                self._client.delete_collection(name)
+                # Each step again only if not done: a retry may follow one the server applied.
+                if self._client.collection_exists(name):
+                    metadata = dict(self._client.get_collection(new).config.metadata or {})
+                    self._client.update_collection(new, metadata={**metadata, "serves": collection})
+                    self._client.delete_collection(name)
                 self._client.update_collection_aliases([_create_alias(name, new)])
-            try:
-                self._drop_abandoned(collection, new)
-            except Exception as exc:  # the switch is done; the next one drops them
-                _log.warning("could not drop abandoned staging collections of %r (%s)", name, exc)
 
-        self._call("switch collection", run)
+        try:
+            self._call("switch collection", run)
+        except StoreClosedError:
+            raise
+        except EngineError as exc:
+            self._settle_switch(collection, staging, exc)
+        self._drop_after_switch(collection, new, before)
+
+    def _settle_switch(self, collection: str, staging: str, exc: EngineError) -> None:
+        """After a failed switch: return if `staging` serves `collection` now, else raise."""
+        name, new = self._name(collection), self._name(staging)
+
+        def served() -> bool:
+            target = self._alias_target(collection)
+            if target is None and not self._client.collection_exists(name):
+                self._finish_switch(collection)  # cut in half: the copy is marked, finish it
+                target = self._alias_target(collection)
+            return target == new
+
+        kind = EngineUnavailableError if isinstance(exc, EngineUnavailableError) else EngineError
+        try:
+            switched = self._call("check the switch", served)
+        except EngineError as again:
+            raise kind(
+                f"{exc}; the re-index could not switch {collection!r} to its new copy "
+                f"{staging!r}, and what the server serves now could not be read ({again}): "
+                "every episode is in the old collection or in the new copy, none is lost. Open "
+                "the store again (which finishes a switch cut in half) and run the re-index "
+                "again to finish it"
+            ) from exc
+        if switched:
+            _log.warning(
+                "the switch of %r to %r reported a failure after it took effect (%s); "
+                "the new collection serves it",
+                name,
+                new,
+                self._hide(exc),
+            )
+            return
+        raise kind(
+            f"{exc}; the re-index did not switch: {collection!r} still serves every episode it "
+            f"held, with the old embedder, and the new copy {staging!r} is kept. Run the "
+            "re-index again to finish it (it embeds only what is missing)"
+        ) from exc
+
+    def _drop_after_switch(self, collection: str, new: str, before: str | None) -> None:
+        """Drop the collection that served `collection` before the switch, and abandoned copies.
+
+        The switch is done: a failure here is logged, and the next switch drops what is left.
+        """
+
+        def run() -> None:
+            if before is not None and before != new:
+                self._client.delete_collection(before)
+            self._drop_abandoned(collection, new)
+
+        try:
+            self._call("drop old collections", run)
+        except Exception as exc:  # the switch is done; the next one drops them
+            name = self._name(collection)
+            _log.warning("could not drop the old collections of %r (%s)", name, exc)
 
     def _drop_abandoned(self, collection: str, serving: str) -> None:
         """Delete the staging collections of `collection` a killed or failed re-index left.
