@@ -140,7 +140,10 @@ def _refuse_unused(options: Mapping[str, Any], *, path: bool, api_key: str | Non
     """Refuse a server option given where no server is: an option must never be ignored."""
     if options.get("url"):
         return
-    unused = [name for name in ("prefer_grpc", "timeout") if options.get(name)]
+    # A timeout of any value is a server's (0 too: by truth it went unnoticed); prefer_grpc
+    # False is what no server does anyway.
+    unused = [name for name in ("prefer_grpc",) if options.get(name)]
+    unused += [name for name in ("timeout",) if options.get(name) is not None]
     if api_key is not None:
         unused.insert(0, "qdrant_api_key" if options.get("qdrant_api_key") else "api_key")
     if path:
