@@ -54,7 +54,7 @@ _WRITER = textwrap.dedent(
             os._exit(9)  # killed between two engine writes: no clean-up code runs
 
     EdgeEngine.upsert = killing_upsert
-    mem = SyncEpisodicMemory(store, embedder=HashEmbedder(), splade=False)
+    mem = SyncEpisodicMemory(store, embedder=HashEmbedder(dimension=1024), splade=False)
     if call["kind"] == "memorize_many":
         mem.memorize_many(call["episodes"])
     else:
@@ -94,7 +94,10 @@ def _write_and_kill(store: Path, kill_after: int, call: dict[str, Any]) -> str:
 
 
 def _open(store: Path) -> EpisodicMemory:
-    return EpisodicMemory(store, embedder=HashEmbedder(), splade=False)
+    # 1,024 dimensions, in the writer too: the test embedder hashes each word to one of
+    # dimension - 1 buckets, and with 64 the numbers of many episodes shared a bucket, so
+    # their texts had the same vector and tied in every dense search.
+    return EpisodicMemory(store, embedder=HashEmbedder(dimension=1024), splade=False)
 
 
 def _texts(mem: EpisodicMemory) -> dict[str, str]:
@@ -172,11 +175,25 @@ def test_a_killed_replacing_write_gives_every_episode_its_stored_version_back(
         texts = _texts(mem)
         assert texts == {pid: f"old short {i}" for i, pid in enumerate(ids)}
         assert total_points(mem) == N
-        # Their vectors are the old texts' again: recall finds them by the old words.
-        found = mem.store.recall(
-            user_id=USER, agent_id=AGENT, query="old short 7", with_stream_ranks=False
-        )["previous_conversations"]
-        assert found[0]["point_id"] == ids[7]
+        # Their vectors are the old texts' again: the short dense stream alone finds each by
+        # its old words first. Checked on episodes whose old text has a vector of its own:
+        # others share it with another episode's (a number hashed to the same bucket), tie,
+        # and come in point-id order, which depends on the random ids.
+        vectors = [HashEmbedder(dimension=1024).embed_query(f"old short {i}") for i in range(N)]
+        keys = [v.tobytes() for v in vectors]
+        unique = [i for i in range(N) if keys.count(keys[i]) == 1]
+        assert len(unique) >= 100
+        for i in unique[:: len(unique) // 8][:8]:
+            found = mem.store.recall(
+                user_id=USER,
+                agent_id=AGENT,
+                query=f"old short {i}",
+                short_weight=1.0,
+                long_weight=0.0,
+                bm25_weight=0.0,
+                with_stream_ranks=False,
+            )["previous_conversations"]
+            assert found[0]["point_id"] == ids[i], i
         # The retry replaces them all.
         mem.store.memorize_many(_episodes("new", N, ids))
         assert set(_texts(mem).values()) == {f"new short {i}" for i in range(N)}
@@ -229,7 +246,7 @@ def test_a_store_that_cannot_read_when_opened_takes_a_killed_write_back_before_t
     store = tmp_path / "store"
     _write_and_kill(store, 1, {"kind": "memorize_many", "episodes": _episodes("killed", N)})
     failing = FailingEngine(open_engine(path=str(store)), reads=True)
-    mem = EpisodicMemory(engine=failing, embedder=HashEmbedder(), splade=False)
+    mem = EpisodicMemory(engine=failing, embedder=HashEmbedder(dimension=1024), splade=False)
     try:
         failing.reads = False
         mem.store.memorize_many(_episodes("next", N))
