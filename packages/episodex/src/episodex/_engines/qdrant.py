@@ -589,18 +589,20 @@ class QdrantClientEngine:
 
     def generation(self, collection: str) -> str:
         """The collection that serves `collection` now (changes when a re-index switches)."""
-
-        def run() -> str | None:
-            target = self._alias_target(collection)
-            if target is None and not self._client.collection_exists(self._name(collection)):
-                # A switch cut in half (the old collection deleted, no alias yet): finish it,
-                # as opening the store does, so that a re-index run again goes on.
-                self._finish_switch(collection)
-                target = self._alias_target(collection)
-            return target
-
-        target = self._call("get aliases", run)
+        target = self._call("get aliases", lambda: self._served_by(collection))
         return collection if target is None else target.removeprefix(self._prefix)
+
+    def _served_by(self, collection: str) -> str | None:
+        """The collection the alias `collection` names (None: none, it is a collection itself).
+
+        A switch cut in half (the old collection deleted, no alias yet) is finished first, as
+        opening the store does, so that a re-index run again goes on.
+        """
+        target = self._alias_target(collection)
+        if target is None and not self._client.collection_exists(self._name(collection)):
+            self._finish_switch(collection)
+            target = self._alias_target(collection)
+        return target
 
     def drop_collection(self, collection: str) -> None:
         """Delete a collection that no alias serves (an abandoned staging one)."""
@@ -684,11 +686,7 @@ class QdrantClientEngine:
         name, new = self._name(collection), self._name(staging)
 
         def served() -> bool:
-            target = self._alias_target(collection)
-            if target is None and not self._client.collection_exists(name):
-                self._finish_switch(collection)  # cut in half: the copy is marked, finish it
-                target = self._alias_target(collection)
-            return target == new
+            return self._served_by(collection) == new
 
         kind = EngineUnavailableError if isinstance(exc, EngineUnavailableError) else EngineError
         try:
