@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import re
@@ -12,6 +13,8 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, TypeVar
+
+from pydantic import ValidationError as PydanticValidationError
 
 from episodex._common.errors import (
     ConfigurationError,
@@ -230,6 +233,20 @@ def _request_timeout(timeout: object) -> int:
     return math.ceil(timeout)
 
 
+def _not_understood(exc: Exception) -> bool:
+    """Whether `exc` says a server answered with what is not a Qdrant answer.
+
+    A proxy's page, another service on the port, a server of another version: asking again
+    gets the same answer, so it is not an outage to retry.
+    """
+    if isinstance(exc, ResponseHandlingException):
+        # qdrant-client wraps an answer its models cannot read (a 200 with another shape).
+        return isinstance(exc.source, PydanticValidationError)
+    # A body that is not JSON; an answer qdrant-client checks and finds empty ("... returned
+    # None", its asserts).
+    return isinstance(exc, json.JSONDecodeError | AssertionError)
+
+
 def _transient(exc: Exception) -> bool:
     if isinstance(exc, ResponseHandlingException):
         return True  # connection refused, timeouts: raised before any answer
@@ -352,6 +369,12 @@ class QdrantClientEngine:
                 if self._closed:  # a server client closed under the call (no lock there)
                     raise StoreClosedError(
                         f"{what} failed: the store was closed while it ran; open it again"
+                    ) from exc
+                if self._kind == "server" and _not_understood(exc):
+                    raise EngineError(
+                        f"{what} failed: the answer of the Qdrant server{self._where} was not "
+                        f"understood ({self._hide(exc)}); check that url= names a Qdrant server "
+                        "(not a proxy or another service) of a version this qdrant-client reads"
                     ) from exc
                 if not _transient(exc):
                     raise EngineError(f"{what} failed{self._where}: {self._hide(exc)}") from exc
