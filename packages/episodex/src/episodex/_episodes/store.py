@@ -389,11 +389,13 @@ class EpisodeStore:
         *,
         batch_size: int = 256,
         on_progress: Callable[[int], object] | None = None,
+        call: str = "memorize_many",
     ) -> list[str]:
         """Embed validated episodes, then write them all or none (see `memorize_many`).
 
         `on_progress` is called with the number of episodes embedded so far after each batch;
-        the writes come after the last one.
+        the writes come after the last one. `call` names the public call an error reports
+        (`memorize_many`, `import_`).
         """
         if self.mismatch is not None:
             # Every writer comes through here (memorize_many, import, the recorder): vectors of
@@ -411,7 +413,7 @@ class EpisodeStore:
         with self._write_lock:
             if self.successor is not None:
                 # Re-indexed while this call embedded: the collection is the new store's now.
-                return self.successor.write_all(parsed, batch_size=batch_size)
+                return self.successor.write_all(parsed, batch_size=batch_size, call=call)
             self._require_current()  # re-indexed by another memory: refused, nothing written
             if explicit:
                 # Checking owners and writing must not interleave with another writer
@@ -478,7 +480,12 @@ class EpisodeStore:
             except BaseException as exc:
                 if sent:
                     self._take_back(
-                        sent, replaced, exc, records=writes if recorded else 0, written=len(ids)
+                        sent,
+                        replaced,
+                        exc,
+                        records=writes if recorded else 0,
+                        written=len(ids),
+                        call=call,
                     )
                 raise
         return ids
@@ -503,13 +510,15 @@ class EpisodeStore:
         *,
         records: int = 0,
         written: int | None = None,
+        call: str = "memorize_many",
     ) -> None:
-        """Undo the writes of a failed `memorize_many`: delete its new points, restore the rest.
+        """Undo the writes of a failed call: delete its new points, restore the rest.
 
         `ids` are those of every write sent, the failed one's too; the first `written` (all if
         None) are those of writes that returned, the others may or may not be stored. `records`
         is how many records of the call (`pending`) to delete afterwards: none are left for the
-        next open to take back again.
+        next open to take back again. `call` names the call (`memorize_many`, `import_`) the
+        error reports.
         """
         unique = list(dict.fromkeys(ids))
         new = [i for i in unique if i not in replaced]
@@ -527,7 +536,7 @@ class EpisodeStore:
             stored = list(dict.fromkeys(ids[:written]))
             unsure = [i for i in unique if i not in set(stored)]
             later = " (until the store is opened again, which takes them back)" if records else ""
-            told = f"memorize_many failed ({exc})"
+            told = f"{call} failed ({exc})"
             if stored:
                 told += (
                     f" after writing {len(stored)} of its episodes, and taking them back failed "
@@ -541,9 +550,12 @@ class EpisodeStore:
                     f"{' as well' if stored else ''} (a server can apply a write and still fail "
                     f"to answer){later}: {_shown(unsure)}."
                 )
-            raise EngineError(
-                f"{told} Calling memorize_many again with the same point_ids replaces them"
-            ) from exc
+            again = (
+                "Importing again replaces them where the file's records carry these point_ids"
+                if call == "import_"
+                else f"Calling {call} again with the same point_ids replaces them"
+            )
+            raise EngineError(f"{told} {again}") from exc
 
     def foreign_ids(self, episodes: Sequence[ConversationEpisode]) -> dict[int, str]:
         """Positions of episodes whose `point_id` belongs to another user or agent, and why."""

@@ -214,7 +214,9 @@ def import_(
         raise bad_file_error(report.skipped)
     # All or nothing, like memorize_many: a failure after some batches were written takes
     # them back, so importing the same file again neither misses nor doubles an episode.
-    report.imported.extend(self.write_all(valid, batch_size=256, on_progress=on_progress))
+    report.imported.extend(
+        self.write_all(valid, batch_size=256, on_progress=on_progress, call="import_")
+    )
     return report
 
 
