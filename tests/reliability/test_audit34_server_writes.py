@@ -1,4 +1,10 @@
-"""Writes on a Qdrant server that fail after the server applied them.
+"""Writes on a Qdrant server that fail after the server applied them, or get an answer not read.
+
+A call of one write with explicit point ids (`memorize(point_id=...)`, the recorder's turns, an
+import of records that carry their ids) that the server applied and then failed to answer for
+stayed stored, new or replacing what was there, while the call raised: a caller told "failed"
+that sees the episode next recall. Such a call is taken back now too: the episodes it would
+replace are read first (in the read that checks their owners), and restored.
 
 When taking a failed write back failed too, the error told the caller to call `memorize_many`
 again, also when the call was `import_`: it names the call made now.
@@ -78,6 +84,34 @@ def _episode(tag: str, i: int, point_id: str | None = None) -> dict[str, Any]:
 def _texts(mem: EpisodicMemory) -> dict[str, str]:
     items = mem.store.read_recent(1000, user_id=USER, agent_id=AGENT)
     return {item["point_id"]: item["short_summary_text"] for item in items}
+
+
+async def test_a_single_write_with_new_point_ids_applied_then_failed_is_taken_back() -> None:
+    with _memory() as (engine, mem):
+        engine.fail_upserts = {1, 2}
+        with pytest.raises(EngineUnavailableError):
+            mem.store.memorize_many([_episode("new", i, IDS[i]) for i in range(3)])
+        with pytest.raises(EngineUnavailableError):
+            await mem.memorize(**_episode("one", 0, IDS[3]))
+        assert _texts(mem) == {}
+
+
+async def test_a_single_write_replacing_episodes_applied_then_failed_restores_them() -> None:
+    with _memory() as (engine, mem):
+        mem.store.memorize_many([_episode("old", i, IDS[i]) for i in range(2)])
+        before = _texts(mem)
+        # One replaced, one new, in one write. (Restoring is an upsert too: only the call's
+        # own upsert fails.)
+        engine.fail_upserts = {engine.upserts + 1}
+        with pytest.raises(EngineUnavailableError):
+            mem.store.memorize_many([_episode("new", 0, IDS[0]), _episode("new", 2, IDS[2])])
+        engine.fail_upserts = {engine.upserts + 1}
+        with pytest.raises(EngineUnavailableError):
+            await mem.memorize(**_episode("replacing", 1, IDS[1]))
+        assert _texts(mem) == before
+        # The restored episodes are found by their own words again.
+        found = await mem.recall(user_id=USER, agent_id=AGENT, query="old short 1")
+        assert found["previous_conversations"][0]["point_id"] == IDS[1]
 
 
 def test_an_import_whose_take_back_failed_names_import_not_memorize_many() -> None:

@@ -99,13 +99,15 @@ def foreign_claims(
     owner_keys: Sequence[str],
     *,
     id_field: str = "id",
+    stored_payloads: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[int, str]:
     """Positions of `(point_id, owner)` claims whose id belongs to another owner, and why.
 
     Writing an existing id replaces that point, so an explicit id must never reach a point of
     another tenant, whether stored already or claimed earlier in the same batch. `owner` holds
     the values of `owner_keys` (e.g. user and agent) the writer will store; `id_field` names
-    the id in messages.
+    the id in messages. `stored_payloads`: the payloads of every claimed id that is stored,
+    read already by the caller (an id missing from it is not stored); None reads them.
     """
     owners = " or ".join(k.removesuffix("_id") for k in owner_keys)
     first: dict[str, tuple[str | None, ...]] = {}
@@ -115,6 +117,9 @@ def foreign_claims(
             foreign[i] = f"{id_field} {point_id!r} is used by another {owners} earlier in the batch"
     ids = tuple(first)
     stored: dict[str, tuple[Any, ...]] = {}
+    if stored_payloads is not None:
+        stored.update((i, tuple(p.get(k) for k in owner_keys)) for i, p in stored_payloads.items())
+        ids = ()
     for start in range(0, len(ids), 1024):
         chunk = ids[start : start + 1024]
         hits, _ = engine.scroll(

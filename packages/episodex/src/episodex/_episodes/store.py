@@ -365,10 +365,9 @@ class EpisodeStore:
         embedder failure raises, before anything is written; a write that fails after earlier
         batches were written takes those back (new episodes deleted, episodes it replaced
         restored) before its error is raised, and the failed write too (a Qdrant server can
-        apply a write and still fail to answer). A call of one write is taken back on a server
-        unless it gives point ids (a retry with them replaces). Every episode's vectors are
-        held until the end (about 4.5 KB each), so a caller with hundreds of thousands of
-        episodes calls in chunks.
+        apply a write and still fail to answer); on a server a call of one write is taken back
+        too, the episodes it replaced restored. Every episode's vectors are held until the end
+        (about 4.5 KB each), so a caller with hundreds of thousands of episodes calls in chunks.
         """
         batch_size = require_int("batch_size", batch_size, minimum=1)
         self._require_vectors()
@@ -415,12 +414,22 @@ class EpisodeStore:
                 # Re-indexed while this call embedded: the collection is the new store's now.
                 return self.successor.write_all(parsed, batch_size=batch_size, call=call)
             self._require_current()  # re-indexed by another memory: refused, nothing written
+            writes = -(-len(parsed) // batch_size)
+            # What episodes with explicit ids would replace, to restore if the call fails: for
+            # a call of several writes, and on a server for any call (it can apply a write and
+            # still fail it). An embedded engine's failed write is never applied. Read once,
+            # for the owner check too.
+            read = explicit and (writes > 1 or not self._recorded)
+            replaced = self._stored(parsed) if read else {}
             if explicit:
                 # Checking owners and writing must not interleave with another writer
                 # claiming the same id for someone else. (Checked here only: every write of
                 # the recorder has an explicit id, so a check before embedding would read
                 # the engine twice per turn to fail faster in a rare case.)
-                foreign = self.foreign_ids(parsed)
+                foreign = self.foreign_ids(
+                    parsed,
+                    stored_payloads={i: h.payload for i, h in replaced.items()} if read else None,
+                )
                 for i, ep in enumerate(parsed):
                     if ep.point_id is not None and pending.reserved(ep.point_id):
                         foreign.setdefault(
@@ -433,8 +442,6 @@ class EpisodeStore:
                     raise ValidationError(f"episode {position}: {why}")
             # One engine write is atomic; several are made so by taking back the earlier ones,
             # and each carries a record of itself for a process killed before it could.
-            writes = -(-len(parsed) // batch_size)
-            replaced = self._stored(parsed) if explicit and writes > 1 else {}
             recorded = self._recorded and writes > 1
             if recorded:
                 self._settle(required=True)
@@ -451,12 +458,11 @@ class EpisodeStore:
             # A failed write may have been applied all the same: a server's answer can time
             # out, or its connection drop, after it wrote. Its point ids are chosen here,
             # before it is sent, so it is taken back with the earlier writes (deleting ids
-            # that were never written changes nothing). A call of one write can be taken back
-            # only when it replaces nothing (no `point_id`): which stored episodes it would
-            # replace is read for calls of several writes only. An embedded engine's failed
-            # write is never applied, so there a call of one write is left as it is.
+            # that were never written changes nothing, and what they replaced is restored).
+            # An embedded engine's failed write is never applied, so there a call of one
+            # write is left as it is.
             sent: list[str] = []
-            undoable = writes > 1 or not (explicit or self._recorded)
+            undoable = writes > 1 or not self._recorded
             now = time.time()
             try:
                 for n, start in enumerate(range(0, len(parsed), batch_size)):
@@ -557,8 +563,17 @@ class EpisodeStore:
             )
             raise EngineError(f"{told} {again}") from exc
 
-    def foreign_ids(self, episodes: Sequence[ConversationEpisode]) -> dict[int, str]:
-        """Positions of episodes whose `point_id` belongs to another user or agent, and why."""
+    def foreign_ids(
+        self,
+        episodes: Sequence[ConversationEpisode],
+        *,
+        stored_payloads: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> dict[int, str]:
+        """Positions of episodes whose `point_id` belongs to another user or agent, and why.
+
+        `stored_payloads`: the payloads of every one of their ids that is stored, when read
+        already (see `foreign_claims`).
+        """
         claims = [(i, ep) for i, ep in enumerate(episodes) if ep.point_id is not None]
         found = foreign_claims(
             self.engine,
@@ -566,6 +581,7 @@ class EpisodeStore:
             [(ep.point_id or "", (ep.user_id, ep.agent_id)) for _, ep in claims],
             ("user_id", "agent_id"),
             id_field="point_id",
+            stored_payloads=stored_payloads,
         )
         return {claims[j][0]: why for j, why in found.items()}
 
