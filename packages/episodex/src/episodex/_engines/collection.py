@@ -5,13 +5,18 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
-from episodex._common.errors import ConfigurationError, EmbedderMismatchError, EpisodexError
+from episodex._common.errors import (
+    ConfigurationError,
+    EmbedderMismatchError,
+    EngineError,
+    EpisodexError,
+)
 from episodex._common.validation import require_id
 from episodex._engines.base import Engine, check_collection_name
-from episodex._engines.plan import CollectionSpec, Filter, HasId, Match, Point
+from episodex._engines.plan import CollectionSpec, Filter, HasId, Hit, Match, Point
 from episodex._engines.sparse import Bm25Encoder
 
 __all__ = [
@@ -21,10 +26,13 @@ __all__ = [
     "collection_bm25",
     "delete_counted",
     "foreign_claims",
+    "might_apply_failed_writes",
     "open_collection",
     "payload_path",
+    "stored_points",
     "tenant_filter",
     "tombstone",
+    "upsert_or_take_back",
 ]
 
 #: The payload key marking a tombstone: a point written over one to delete it (see `tombstone`).
@@ -90,6 +98,67 @@ def clear_tombstones(engine: Engine, collection: str, ids: Sequence[str]) -> Non
             collection,
             exc,
         )
+
+
+def might_apply_failed_writes(engine: Engine) -> bool:
+    """Whether a write `engine` failed may be stored all the same (a Qdrant server).
+
+    A server can apply a write and then fail to answer for it (a timed-out answer, a dropped
+    connection, a proxy's error after the write). An embedded engine's failed write is never
+    applied, and there nothing is read to take it back.
+    """
+    return getattr(engine, "kind", None) not in ("edge", "memory")
+
+
+def stored_points(engine: Engine, collection: str, ids: Sequence[str]) -> dict[str, Hit]:
+    """The stored points at `ids`, whole payloads (one read per 1,024 ids)."""
+    wanted = tuple(dict.fromkeys(ids))
+    found: dict[str, Hit] = {}
+    for start in range(0, len(wanted), 1024):
+        chunk = wanted[start : start + 1024]
+        hits, _ = engine.scroll(collection, Filter(must=(HasId(chunk),)), limit=len(chunk))
+        found.update((h.id, h) for h in hits)
+    return found
+
+
+def upsert_or_take_back(
+    engine: Engine,
+    collection: str,
+    points: Sequence[Point],
+    before: Mapping[str, Hit] | None,
+    rebuild: Callable[[Sequence[Hit]], list[Point]],
+    what: str,
+) -> None:
+    """Write `points` in one upsert; if it fails, take it back where it may be stored.
+
+    `before`: the points stored at the ids of `points` before the write (`stored_points`), or
+    None where a failed write is never applied (`might_apply_failed_writes`). After a failure,
+    the ids that held nothing are deleted and the rest written back as they were (`rebuild`
+    makes their points, vectors and all, from the stored hits), so the call that raises leaves
+    nothing of its write: a server that applied it and then failed to answer left it stored,
+    new or replacing a record, while the caller was told it failed. `what` names the write in
+    the error raised when taking it back fails too.
+    """
+    try:
+        engine.upsert(collection, points)
+    except BaseException as exc:
+        if before is None:
+            raise
+        ids = list(dict.fromkeys(p.id for p in points))
+        new = tuple(i for i in ids if i not in before)
+        try:
+            if new:
+                engine.delete(collection, Filter(must=(HasId(new),)))
+            old = [before[i] for i in ids if i in before]
+            if old:
+                engine.upsert(collection, rebuild(old))
+        except Exception as undo:
+            raise EngineError(
+                f"{what} failed ({exc}), and taking back the failed write failed too ({undo}): "
+                "a server can apply a write and still fail to answer, so it may be stored. "
+                "Write it again to replace it"
+            ) from exc
+        raise
 
 
 def foreign_claims(

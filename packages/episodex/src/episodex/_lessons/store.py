@@ -14,11 +14,14 @@ from episodex._engines.base import Engine
 from episodex._engines.collection import (
     delete_counted,
     foreign_claims,
+    might_apply_failed_writes,
     open_collection,
+    stored_points,
     tenant_filter,
+    upsert_or_take_back,
 )
 from episodex._engines.locks import write_lock
-from episodex._engines.plan import CollectionSpec, Filter, Match, Point
+from episodex._engines.plan import CollectionSpec, Filter, Hit, Match, Point
 from episodex._lessons.model import LESSONS_SCHEMA_VERSION, StepMemory
 
 __all__ = ["COLLECTION", "LessonStore", "lesson_scope"]
@@ -108,19 +111,31 @@ class LessonStore:
         _refuse_repeats(memories)
         embedded = self.with_embeddings(memories)
         with self._write_lock:
+            # On a server, what the write replaces is read whole (in the owner check's one
+            # read): a write it applies and then fails to answer for is taken back.
+            before = (
+                stored_points(self.engine, self.collection, [m.id for m in embedded])
+                if might_apply_failed_writes(self.engine)
+                else None
+            )
             # A step id of another user, agent or session must never be overwritten (and moved).
             foreign = foreign_claims(
                 self.engine,
                 self.collection,
                 [(m.id, (m.user_id, m.agent_id, m.session_id)) for m in embedded],
                 ("user_id", "agent_id", "session_id"),
+                stored_payloads=(
+                    None if before is None else {i: h.payload for i, h in before.items()}
+                ),
             )
             if foreign:
                 position, why = min(foreign.items())
                 raise ValidationError(f"memory {position}: {why}")
-            return self._upsert(embedded)
+            return self._upsert(embedded, before)
 
-    def _upsert(self, embedded: list[StepMemory]) -> list[StepMemory]:
+    def _upsert(
+        self, embedded: list[StepMemory], before: Mapping[str, Hit] | None
+    ) -> list[StepMemory]:
         points: list[Point] = []
         for m in embedded:
             payload = m.model_dump(mode="json", exclude={"id"})
@@ -136,7 +151,9 @@ class LessonStore:
                     payload=payload,
                 )
             )
-        self.engine.upsert(self.collection, points)
+        upsert_or_take_back(
+            self.engine, self.collection, points, before, _restored, "store_memories"
+        )
         return embedded
 
     def scan(
@@ -189,6 +206,19 @@ class LessonStore:
 
     def delete(self, flt: Filter) -> int:
         return delete_counted(self.engine, self.collection, flt)
+
+
+def _restored(hits: Sequence[Hit]) -> list[Point]:
+    """Stored steps as they were: the state embedding is kept in the payload too."""
+    return [
+        Point(
+            id=h.id,
+            dense={"state": h.payload.get("internal_state_embedding") or []},
+            sparse={},
+            payload=dict(h.payload),
+        )
+        for h in hits
+    ]
 
 
 def in_order(memories: list[StepMemory]) -> list[StepMemory]:

@@ -6,7 +6,7 @@ import asyncio
 import dataclasses
 import functools
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Unpack
 
 from episodex._common.errors import (
@@ -25,9 +25,12 @@ from episodex._engines.collection import (
     clear_tombstones,
     collection_bm25,
     foreign_claims,
+    might_apply_failed_writes,
     open_collection,
     payload_path,
+    stored_points,
     tombstone,
+    upsert_or_take_back,
 )
 from episodex._engines.factory import EngineOptions, check_engine_options, open_engine
 from episodex._engines.locks import write_lock
@@ -235,7 +238,18 @@ class QdrantTaskStore(BaseMemoryStore):
         # id can be crafted to name a tenant's point (`'["u", "a"]\nE1'` is user u's `E1`):
         # writing it would replace that tenant's episode. The stored owner must be this store.
         owner = tenant_key(self.tenant) if self.tenant != (None, None) else None
-        if foreign_claims(self.engine, self.collection, [(point.id, (owner,))], ("tenant",)):
+        # On a server, what the write replaces is read whole (in the owner check's one read):
+        # a write it applies and then fails to answer for is taken back.
+        server = might_apply_failed_writes(self.engine)
+        before = stored_points(self.engine, self.collection, [point.id]) if server else None
+        stored = None if before is None else {i: h.payload for i, h in before.items()}
+        if foreign_claims(
+            self.engine,
+            self.collection,
+            [(point.id, (owner,))],
+            ("tenant",),
+            stored_payloads=stored,
+        ):
             raise ValidationError(
                 f"episode id {episode_id!r} names a stored episode of another user or agent; "
                 "use another episode id"
@@ -245,11 +259,34 @@ class QdrantTaskStore(BaseMemoryStore):
         # calls (write, then delete) could stop between them and leave both copies to every
         # read. `tenanted` keeps the tombstone out of an unscoped store's reads too.
         stale_filter = self._scope.and_(Match("episode_id", episode_id)).and_not(HasId((point.id,)))
-        hits, _ = self.engine.scroll(self.collection, stale_filter, limit=64, with_payload=False)
+        hits, _ = self.engine.scroll(self.collection, stale_filter, limit=64, with_payload=server)
         stale = [h.id for h in hits]
-        self.engine.upsert(self.collection, [point, *(tombstone(i, tenanted="yes") for i in stale)])
+        if before is not None:
+            before.update((h.id, h) for h in hits)  # hidden by the write's tombstones
+        upsert_or_take_back(
+            self.engine,
+            self.collection,
+            [point, *(tombstone(i, tenanted="yes") for i in stale)],
+            before,
+            self._restored,
+            "writing the task episode",
+        )
         if stale:
             clear_tombstones(self.engine, self.collection, stale)
+
+    def _restored(self, hits: Sequence[Hit]) -> list[Point]:
+        """Stored episodes as they were, their vectors made again from their stored text."""
+        texts = [str(h.payload.get("text", "")) for h in hits]
+        dense = embed_documents(self.embedder, texts)
+        return [
+            Point(
+                id=h.id,
+                dense={"dense": dense[i].tolist()},
+                sparse={"bm25": self.bm25.document(text)},
+                payload=dict(h.payload),
+            )
+            for i, (h, text) in enumerate(zip(hits, texts, strict=True))
+        ]
 
     def _write(self, episode: Episode, text: str | None) -> None:
         point = self._point(episode, embedded_text_arg(episode, text))
