@@ -60,7 +60,11 @@ except ImportError as exc:
         'this environment: pip install "episodex" (or: pip install qdrant-client)'
     ) from exc
 
-__all__ = ["QdrantClientEngine"]
+__all__ = ["REINDEXING", "QdrantClientEngine"]
+
+#: The collection metadata entry a re-index on a server sets before its last catch-up: the
+#: staging collection it copies the collection to (`QdrantClientEngine.mark_reindexing`).
+REINDEXING = "reindexing_to"
 
 _log = logging.getLogger("episodex")
 
@@ -626,6 +630,55 @@ class QdrantClientEngine:
             self._finish_switch(collection)
             target = self._alias_target(collection)
         return target
+
+    def mark_reindexing(self, collection: str, staging: str | None) -> None:
+        """Record on the collection serving `collection` that a re-index copies it to `staging`.
+
+        Set before the re-index's last catch-up (None takes the mark off a re-index that did
+        not switch). Writers of other processes read it after each write (`reindexing`): a
+        write made before it is set is copied by that catch-up; one that finds it is taken
+        back, since it may have landed after the catch-up read the collection.
+        """
+
+        def run() -> None:
+            serving = self._alias_target(collection) or self._name(collection)
+            metadata = dict(self._client.get_collection(serving).config.metadata or {})
+            marked = None if staging is None else self._name(staging)
+            self._client.update_collection(serving, metadata={**metadata, REINDEXING: marked})
+
+        self._call("mark the re-index", run)
+
+    def reindexing(self, collection: str, generation: str) -> str | None:
+        """Why a write to `collection` made for its `generation` may not last, or None.
+
+        One request, read after a write: `generation` (the collection that served
+        `collection` when the writer checked) is marked by a re-index that copies it
+        (`mark_reindexing`), or no longer serves `collection` (switched away and dropped, or,
+        for a collection never re-indexed before, its name now serving the copy).
+        """
+        switched = "a re-index has switched it to new vectors"
+
+        def run() -> str | None:
+            name = self._name(generation)
+            try:
+                metadata = self._client.get_collection(name).config.metadata or {}
+            except UnexpectedResponse as exc:
+                if exc.status_code == 404:
+                    return switched
+                raise
+            except ValueError:  # local mode's "not found"
+                if self._client.collection_exists(name):
+                    raise
+                return switched
+            staging = metadata.get(REINDEXING)
+            if isinstance(staging, str):
+                return f"a re-index is copying it to {staging.removeprefix(self._prefix)!r}"
+            # The name of a collection never re-indexed now names the copy of the first one.
+            if generation == collection and metadata.get("serves") == collection:
+                return switched
+            return None
+
+        return self._call("check for a re-index", run)
 
     def drop_collection(self, collection: str) -> None:
         """Delete a collection that no alias serves (an abandoned staging one)."""

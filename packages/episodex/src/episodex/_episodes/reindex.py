@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = ["ReindexReport", "reindex"]
 
 _EVERYTHING = Filter()
+_log = logging.getLogger("episodex")
 
 
 @dataclass
@@ -132,6 +134,54 @@ def _copy(target: EpisodeStore, hits: Sequence[Hit]) -> None:
     target.engine.upsert(target.collection, points)
 
 
+def _marker(engine: ReindexableEngine) -> Callable[[str, str | None], None] | None:
+    """The engine's `mark_reindexing` where writers of other processes share the collection."""
+    if getattr(engine, "kind", None) in ("edge", "memory"):
+        return None  # one process writes: its write lock holds them off
+    return getattr(engine, "mark_reindexing", None)
+
+
+def _unmark(mark: Callable[[str, str | None], None], source: str) -> None:
+    """Take the mark off after a re-index that did not switch; a failure is logged."""
+    try:
+        mark(source, None)
+    except Exception:
+        _log.warning(
+            "could not take the re-index mark off %r: writes of other processes are refused "
+            "until a re-index of it switches",
+            source,
+            exc_info=True,
+        )
+
+
+def _catch_up(
+    engine: ReindexableEngine,
+    store: EpisodeStore,
+    target: EpisodeStore,
+    staging: str,
+    batch_size: int,
+) -> tuple[dict[str, object], list[str], int]:
+    """Bring the staging collection level with what was added, replaced or forgotten since.
+
+    Returns each stored id with its write time, the staged ids dropped, and how many episodes
+    were embedded.
+    """
+    source = store.collection
+    embedded = 0
+    wanted, staged = _written(engine, source), _written(engine, staging)
+    # Missing from the staging collection, or staged before it was written again.
+    missing = sorted(i for i, at in wanted.items() if i not in staged or not _same(staged[i], at))
+    for start in range(0, len(missing), batch_size):
+        chunk = tuple(missing[start : start + batch_size])
+        hits, _ = engine.scroll(source, Filter(must=(HasId(chunk),)), limit=len(chunk))
+        _copy(target, hits)
+        embedded += len(hits)
+    extra = sorted(staged.keys() - wanted.keys())
+    for start in range(0, len(extra), 1024):
+        engine.delete(staging, Filter(must=(HasId(tuple(extra[start : start + 1024])),)))
+    return wanted, extra, embedded
+
+
 def reindex(
     store: EpisodeStore,
     embedder: Embedder,
@@ -186,20 +236,21 @@ def reindex(
             break
     # Writes made by this store meanwhile: hold them off while the staging collection catches
     # up with what was added, replaced or forgotten, then switch.
+    # On a server, writers of other processes hold no lock of this one: the collection is
+    # marked first, and each of them reads the mark after its write (`EpisodeStore.write_all`),
+    # so a write that found no mark was made before it and is copied below, and one that found
+    # it is taken back. Without the mark, a write landing after the catch-up read the
+    # collection was deleted with it.
+    mark = _marker(engine)
     with store.write_lock:
-        wanted, staged = _written(engine, source), _written(engine, staging)
-        # Missing from the staging collection, or staged before it was written again.
-        missing = sorted(
-            i for i, at in wanted.items() if i not in staged or not _same(staged[i], at)
-        )
-        for start in range(0, len(missing), batch_size):
-            chunk = tuple(missing[start : start + batch_size])
-            hits, _ = engine.scroll(source, Filter(must=(HasId(chunk),)), limit=len(chunk))
-            _copy(target, hits)
-            embedded += len(hits)
-        extra = sorted(staged.keys() - wanted.keys())
-        for start in range(0, len(extra), 1024):
-            engine.delete(staging, Filter(must=(HasId(tuple(extra[start : start + 1024])),)))
+        if mark is not None:
+            mark(source, staging)
+        try:
+            wanted, extra, caught_up = _catch_up(engine, store, target, staging, batch_size)
+        except BaseException:
+            if mark is not None:
+                _unmark(mark, source)
+            raise
         # Recalls under way on `store` embedded their queries with its models: from here on
         # they ask again of the store that follows it (see `EpisodeStore.recall`).
         store.retired = True
@@ -207,6 +258,8 @@ def reindex(
             engine.switch_collection(source, staging)
         except BaseException:
             store.retired = False  # not switched: the collection is still this store's
+            if mark is not None:
+                _unmark(mark, source)
             raise
         # Other stores of this process on the collection learn of it without a request.
         count_switch(engine, source)
@@ -219,7 +272,7 @@ def reindex(
         previous_embedder=previous,
         embedder=embedder.model_id,
         episodes=len(wanted),
-        embedded=embedded,
+        embedded=embedded + caught_up,
         resumed=resumed,
         removed=len(extra),
     )

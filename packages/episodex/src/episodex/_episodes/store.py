@@ -220,6 +220,13 @@ class EpisodeStore:
             engine.generation(collection) if isinstance(engine, ReindexableEngine) else None
         )
         self._cheap_generation = getattr(engine, "kind", None) in ("edge", "memory")
+        # On a server, another process's re-index holds no lock of this one: a write is
+        # confirmed after it is made (`_confirm_written`).
+        self._moves: Callable[[str, str], str | None] | None = (
+            None
+            if self._cheap_generation or self._generation is None
+            else getattr(engine, "reindexing", None)
+        )
         self._switches = switch_count(engine, collection)
         #: Whether a call of several engine writes records them (see `pending`).
         self._recorded = pending.records_writes(engine)
@@ -481,6 +488,7 @@ class EpisodeStore:
                         sent.extend(written)
                     self.engine.upsert(self.collection, points)
                     ids.extend(written)
+                self._confirm_written(call)
                 if recorded:
                     pending.clear(self.engine, self.collection, writes)
             except BaseException as exc:
@@ -495,6 +503,27 @@ class EpisodeStore:
                     )
                 raise
         return ids
+
+    def _confirm_written(self, call: str) -> None:
+        """On a server, raise if another process's re-index may lose the writes just made.
+
+        A re-index marks the collection before its last catch-up (`mark_reindexing`): a write
+        that finds no mark afterwards was made before it and is copied; one that finds it may
+        have landed after the catch-up read the collection (deleted with it at the switch), or
+        after the switch, through the name, with vectors of this store's models among the new
+        ones. The caller takes such a write back. One request per call.
+        """
+        if self._moves is None or self._generation is None:
+            return
+        why = self._moves(self.collection, self._generation)
+        if why is not None:
+            raise EmbedderMismatchError(
+                f"{call} was taken back: {why} (another process re-indexes the episode "
+                f"collection {self.collection!r}), and a write made meanwhile could be lost or "
+                "keep vectors of this memory's models; nothing of this call is stored. Open the "
+                "store again with the re-index's embedder once it has finished (if none is "
+                "running, one was stopped midway: run it again to finish it)"
+            )
 
     def _stored(self, episodes: Sequence[ConversationEpisode]) -> dict[str, Hit]:
         """The stored points that episodes with explicit ids would replace."""
