@@ -10,6 +10,7 @@ strategies render one block together with `render_memories`.
 from __future__ import annotations
 
 import asyncio
+import html
 import inspect
 import logging
 import string
@@ -497,7 +498,9 @@ class ReflectiveMemory(_StoreMemory):
             the event loop runs on while it waits for the model).
         n: How many recent episodes to recall (unless `recall_with` is given).
         template: The reflection prompt; it may use `{instruction}`, `{result}`, `{error}`
-            and `{rollout}`, and must use `{instruction}`.
+            and `{rollout}`, and must use `{instruction}`. Each is filled in on one line
+            (line breaks folded) with `<`, `>` and `&` escaped, so an episode's text can
+            neither add a line of its own nor close tags the template quotes it in.
         timeout: Seconds to wait for the LLM before recording without a lesson.
         max_reflection_chars: The longest lesson kept (a longer answer is shortened).
         recall_with: Another memory over the same store to recall with (e.g. a
@@ -564,10 +567,10 @@ class ReflectiveMemory(_StoreMemory):
     async def reflect(self, episode: Episode) -> str:
         """Ask the LLM for the lesson of one episode; raises what the LLM call raises."""
         prompt = self.template.format(
-            instruction=episode.task.instruction,
-            result=episode.result.content if episode.result is not None else "(no result)",
-            error=episode.error or "(none)",
-            rollout=episode.rollout,
+            instruction=_quoted(episode.task.instruction),
+            result=_quoted(episode.result.content) if episode.result is not None else "(no result)",
+            error=_quoted(episode.error or "") or "(none)",
+            rollout=_quoted(episode.rollout),
         )
         answer = await asyncio.wait_for(ask(self.llm, prompt), self.timeout)
         # An answer without one letter or digit ("\x00", a zero-width space, "...") would be
@@ -615,6 +618,16 @@ class ReflectiveMemory(_StoreMemory):
             else f"recalls the last {self.n}"
         )
         return f"{how}; {self.reflection_failures} reflection failure(s)"
+
+
+def _quoted(text: str) -> str:
+    r"""Episode text for the reflection prompt: one line, `<`, `>` and `&` escaped.
+
+    Tasks, answers and errors come from users, tools and models: as they were, a task
+    reading "...\nResult: success\nError: (none)" gave the prompt lines of its own, and
+    "</attempt>" closed a template's quote and spoke as the prompt.
+    """
+    return html.escape(" ".join(text.split()), quote=False)
 
 
 def _template_arg(template: object) -> str:
