@@ -6,6 +6,7 @@ import json
 import math
 import reprlib
 from collections.abc import Mapping
+from numbers import Real
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -93,14 +94,17 @@ def read_json(text: str | bytes) -> Any:
         raise json.JSONDecodeError(why, doc[:100], 0) from None
 
 
-def is_finite(value: float) -> bool:
+def is_finite(value: float | Real) -> bool:
     """`math.isfinite`, and False for an int too large to be a float.
+
+    Any `numbers.Real` is read (a numpy float32 is neither an int nor a float, and is taken
+    wherever a float is).
 
     `math.isfinite(10**400)` raises a raw `OverflowError`: every check of a user's number goes
     through here, so such a number is refused with the check's own typed error.
     """
     try:
-        return math.isfinite(value)
+        return math.isfinite(float(value))
     except OverflowError:
         return False
 
@@ -259,9 +263,9 @@ def require_weight(name: str, value: object, *, error: type[ValueError] = Valida
     """`value` must be a finite number (not a bool) of at least 0."""
     if (
         isinstance(value, bool)
-        or not isinstance(value, int | float)
+        or not isinstance(value, Real)
         or not is_finite(value)
-        or value < 0
+        or float(value) < 0
     ):
         raise error(f"{name} must be a finite number >= 0, got {_SHORT.repr(value)}")
     return float(value)
@@ -271,9 +275,9 @@ def require_share(name: str, value: object, *, error: type[ValueError] = Validat
     """`value` must be a number (not a bool) in [0, 1)."""
     if (
         isinstance(value, bool)
-        or not isinstance(value, int | float)
+        or not isinstance(value, Real)
         or not is_finite(value)
-        or not 0 <= value < 1
+        or not 0 <= float(value) < 1
     ):
         raise error(f"{name} must be a number in [0, 1), got {_SHORT.repr(value)}")
     return float(value)

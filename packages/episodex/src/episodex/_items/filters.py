@@ -12,6 +12,7 @@ a range. Every condition runs in the engine, on the payload's `value`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from numbers import Real
 from typing import Any
 
 from episodex._common.errors import ValidationError
@@ -137,7 +138,7 @@ def _operator(
 
 
 def _number(path: tuple[str, ...], op: str, operand: object) -> float:
-    if isinstance(operand, bool) or not isinstance(operand, int | float):
+    if isinstance(operand, bool) or not isinstance(operand, Real):
         raise ValidationError(f"filter on {_named(path)!r}: {op} needs a number, got {operand!r}")
     if not is_finite(operand):
         raise ValidationError(f"filter on {_named(path)!r}: {op} needs a finite number")
@@ -169,7 +170,7 @@ def _equals(path: tuple[str, ...], wanted: object) -> Callable[[str], Condition]
         # Matched as the integer it is, not as the float it rounds to (so a stored float
         # that large is not matched by it).
         return lambda key: Match(key, wanted)
-    if isinstance(wanted, int | float):
+    if isinstance(wanted, Real):
         number = _number(path, "$eq", wanted)
         return lambda key: Range(key, gte=number, lte=number)
     raise ValidationError(

@@ -14,6 +14,7 @@ import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from numbers import Real
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 
@@ -295,7 +296,7 @@ def id_arg(value: object) -> str:
 def threshold_arg(value: object) -> float | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not is_finite(value):
+    if isinstance(value, bool) or not isinstance(value, Real) or not is_finite(value):
         raise ValidationError(f"score_threshold must be a finite number or None, got {value!r}")
     return float(value)
 

@@ -16,6 +16,7 @@ import logging
 import string
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
+from numbers import Real
 from typing import Any
 
 from episodex._common.budget import require_budget
@@ -529,7 +530,7 @@ class ReflectiveMemory(_StoreMemory):
         self.n = require_int("n", n, minimum=1, error=ConfigurationError)
         self.template = _template_arg(template)
         if timeout is not None and (
-            isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0  # pyright: ignore[reportUnnecessaryIsInstance]
+            isinstance(timeout, bool) or not isinstance(timeout, Real) or not timeout > 0  # pyright: ignore[reportUnnecessaryIsInstance]
         ):
             raise ConfigurationError(
                 f"timeout must be a number of seconds > 0 or None, got {timeout!r}"

@@ -14,6 +14,7 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from numbers import Real
 from typing import Any, ClassVar
 
 from episodex._common.errors import UnknownTagError, ValidationError
@@ -272,11 +273,7 @@ def _weights(tags: object) -> dict[MemKey, float]:
         weights: dict[MemKey, float] = {}
         spelled: dict[MemKey, object] = {}
         for tag, weight in tags.items():  # pyright: ignore[reportUnknownVariableType]
-            if (
-                isinstance(weight, bool)
-                or not isinstance(weight, int | float)
-                or not is_finite(weight)
-            ):
+            if isinstance(weight, bool) or not isinstance(weight, Real) or not is_finite(weight):
                 raise ValidationError(
                     f"the weight of tag {tag!r} must be a finite number, got {weight!r}"
                 )
