@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from numbers import Integral, Real
 from typing import Any, Literal
 
 from episodex import EpisodicMemory, MemoryScope, ValidationError
@@ -113,7 +114,7 @@ class EpisodicRetriever(EpisodexRetriever):
                 f"unknown search_kwargs {', '.join(unknown)}; known: {', '.join(sorted(_SEARCH_KWARGS))}"
             )
         k = value.get("k", 1)
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        if isinstance(k, bool) or not isinstance(k, Integral) or k < 1:
             raise ValueError(f"search_kwargs k must be an integer >= 1, got {k!r}")
         # The recall options among them get recall's own checks now, not at the first call.
         check_recall_options({n: v for n, v in value.items() if n in RECALL_OPTIONS})
@@ -128,7 +129,7 @@ class EpisodicRetriever(EpisodexRetriever):
                 "(or search_kwargs={'score_threshold': ...})"
             )
         if threshold is not None and (
-            isinstance(threshold, bool) or not isinstance(threshold, int | float)
+            isinstance(threshold, bool) or not isinstance(threshold, Real)
         ):
             raise ValueError(f"score_threshold must be a number, got {threshold!r}")
         return self
@@ -187,7 +188,7 @@ class EpisodicRetriever(EpisodexRetriever):
         threshold = options.pop("score_threshold", None)
         if threshold is not None and (
             isinstance(threshold, bool)
-            or not isinstance(threshold, int | float)
+            or not isinstance(threshold, Real)
             or threshold != threshold  # NaN would silently drop every document
         ):
             raise ValidationError(f"score_threshold must be a number, got {threshold!r}")

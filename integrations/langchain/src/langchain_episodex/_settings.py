@@ -9,6 +9,7 @@ such settings are checked here, when the piece is made, and refused with `Config
 from __future__ import annotations
 
 from collections.abc import Mapping
+from numbers import Integral
 
 from episodex import ConfigurationError, require_id
 
@@ -25,6 +26,6 @@ def check_ids(ids: Mapping[str, object]) -> None:
 def check_max_tokens(max_tokens: object) -> None:
     """A token budget must be None or an integer >= 0 (`ConfigurationError`)."""
     if max_tokens is not None and (
-        isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 0
+        isinstance(max_tokens, bool) or not isinstance(max_tokens, Integral) or max_tokens < 0
     ):
         raise ConfigurationError(f"max_tokens must be an integer >= 0 or None, got {max_tokens!r}")

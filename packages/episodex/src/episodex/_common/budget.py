@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from episodex._common.errors import ValidationError
+from episodex._common.validation import is_integer
 
 __all__ = ["drop_until_fits", "longest_fitting_prefix", "require_budget"]
 
@@ -21,9 +22,9 @@ def require_budget(max_tokens: object) -> int | None:
     """`max_tokens` as given: None (no budget) or an integer >= 0, else `ValidationError`."""
     if max_tokens is None:
         return None
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 0:
+    if not is_integer(max_tokens) or int(max_tokens) < 0:
         raise ValidationError(f"max_tokens must be an integer >= 0 or None, got {max_tokens!r}")
-    return max_tokens
+    return int(max_tokens)
 
 
 def drop_until_fits(

@@ -6,8 +6,8 @@ import json
 import math
 import reprlib
 from collections.abc import Mapping
-from numbers import Real
-from typing import Any, TypeVar
+from numbers import Integral, Real
+from typing import Any, TypeGuard, TypeVar
 
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
@@ -19,6 +19,8 @@ __all__ = [
     "describe_validation_error",
     "id_problem",
     "is_finite",
+    "is_integer",
+    "is_real",
     "json_object",
     "parse_model",
     "require_callback",
@@ -247,10 +249,23 @@ def require_id(name: str, value: object, *, error: type[ValueError] = Validation
 def require_int(
     name: str, value: object, *, minimum: int = 0, error: type[ValueError] = ValidationError
 ) -> int:
-    """`value` must be an integer (not a bool) of at least `minimum`."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+    """`value` must be an integer (not a bool) of at least `minimum`.
+
+    Any `numbers.Integral` is taken (a numpy int64 is not an int) and returned as an int.
+    """
+    if not is_integer(value) or int(value) < minimum:
         raise error(f"{name} must be an integer >= {minimum}, got {_SHORT.repr(value)}")
-    return value
+    return int(value)
+
+
+def is_integer(value: object) -> TypeGuard[Integral]:
+    """Whether `value` is an integer but not a bool: any `numbers.Integral` (numpy's too)."""
+    return not isinstance(value, bool) and isinstance(value, Integral)
+
+
+def is_real(value: object) -> TypeGuard[Real]:
+    """Whether `value` is a real number but not a bool: any `numbers.Real` (numpy's too)."""
+    return not isinstance(value, bool) and isinstance(value, Real)
 
 
 def require_callback(name: str, value: object) -> None:

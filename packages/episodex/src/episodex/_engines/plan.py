@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from episodex._common.errors import ValidationError
-from episodex._common.validation import INT64_MAX, INT64_MIN
+from episodex._common.validation import INT64_MAX, INT64_MIN, is_integer, is_real
 from episodex._common.vectors import SparseVec
 
 __all__ = [
@@ -45,19 +45,24 @@ def _check_key(key: object, condition: str) -> None:
 
 
 def _is_int64(value: object) -> bool:
-    return (
-        isinstance(value, int) and not isinstance(value, bool) and INT64_MIN <= value <= INT64_MAX
-    )
+    # Any `numbers.Integral` (a numpy int64 too), matched as the int it is.
+    return is_integer(value) and INT64_MIN <= int(value) <= INT64_MAX
 
 
-def _check_values(values: object, condition: str) -> None:
+def _check_values(values: object, condition: str) -> object:
+    """The values, checked; given back as they are unless an integer is not an int (numpy's)."""
     if isinstance(values, str) or not isinstance(values, tuple | list):
         raise ValidationError(f"{condition} values must be a tuple of values, got {values!r}")
     items = list(values)  # pyright: ignore[reportUnknownArgumentType]
-    if not (all(isinstance(v, str) for v in items) or all(_is_int64(v) for v in items)):
+    if all(isinstance(v, str) for v in items):
+        return values
+    if not all(_is_int64(v) for v in items):
         raise ValidationError(
             f"{condition} values must be all strings or all 64-bit integers, got {values!r}"
         )
+    if all(isinstance(v, int) for v in items):
+        return values
+    return tuple(int(v) for v in items)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +78,8 @@ class Match:
             raise ValidationError(
                 f"Match value must be a string, a bool or a 64-bit integer, got {self.value!r}"
             )
+        if not isinstance(self.value, str | bool | int):  # pyright: ignore[reportUnnecessaryIsInstance]
+            object.__setattr__(self, "value", int(self.value))  # a numpy int64: as an int
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +91,7 @@ class MatchAny:
 
     def __post_init__(self) -> None:
         _check_key(self.key, "MatchAny")
-        _check_values(self.values, "MatchAny")
+        object.__setattr__(self, "values", _check_values(self.values, "MatchAny"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +103,7 @@ class MatchExcept:
 
     def __post_init__(self) -> None:
         _check_key(self.key, "MatchExcept")
-        _check_values(self.values, "MatchExcept")
+        object.__setattr__(self, "values", _check_values(self.values, "MatchExcept"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,12 +120,14 @@ class Range:
         _check_key(self.key, "Range")
         for name in ("gt", "gte", "lt", "lte"):
             bound = getattr(self, name)
-            if bound is not None and (
-                isinstance(bound, bool) or not isinstance(bound, int | float) or bound != bound
-            ):
+            if bound is not None and (not is_real(bound) or bound != bound):
                 raise ValidationError(
                     f"Range {name} must be a number (not NaN) or None, got {bound!r}"
                 )
+            if bound is not None and not isinstance(bound, int | float):
+                # A numpy float32 (any other `numbers.Real`): the engines take Python numbers.
+                value = int(bound) if is_integer(bound) else float(bound)
+                object.__setattr__(self, name, value)
 
 
 def _is_uuid(point_id: object) -> bool:

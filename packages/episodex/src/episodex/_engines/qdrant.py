@@ -22,6 +22,7 @@ from episodex._common.errors import (
     EngineUnavailableError,
     StoreClosedError,
 )
+from episodex._common.validation import is_real
 from episodex._engines.base import (
     STAGING_MARK,
     StreamRanks,
@@ -223,18 +224,13 @@ def _secrets(url: str, api_key: str | None) -> list[tuple[str, str]]:
 
 def _request_timeout(timeout: object) -> int:
     """The per-request timeout qdrant-client takes: whole seconds, rounded up, never 0."""
-    if (
-        isinstance(timeout, bool)
-        or not isinstance(timeout, int | float)
-        or not math.isfinite(timeout)
-        or timeout <= 0
-    ):
+    if not is_real(timeout) or not math.isfinite(float(timeout)) or float(timeout) <= 0:
         raise ConfigurationError(
             f"timeout must be a positive number of seconds, got {timeout!r}; leave it out for "
             "qdrant-client's 5 seconds"
         )
     # qdrant-client takes whole seconds; cut down, 0.5 became 0 and every request failed.
-    return math.ceil(timeout)
+    return math.ceil(float(timeout))
 
 
 def _not_understood(exc: Exception) -> bool:

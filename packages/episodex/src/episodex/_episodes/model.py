@@ -29,7 +29,7 @@ from episodex._common.model import (
     to_utc,
 )
 from episodex._common.unreadable import readable_time, report_unreadable
-from episodex._common.validation import is_finite
+from episodex._common.validation import is_finite, is_integer, is_real
 
 __all__ = [
     "ConversationEpisode",
@@ -107,6 +107,26 @@ class ConversationEpisode(FrozenModel):
     """Any JSON object; returned verbatim."""
     point_id: UuidStr | None = None
     """A UUID to store under (default: a new one); writing an existing id replaces it."""
+
+    @field_validator(
+        "start_index",
+        "end_index",
+        "overlap",
+        "average_user_sentiment",
+        "user_sentiment_variance",
+        mode="before",
+    )
+    @classmethod
+    def _python_number(cls, value: object) -> object:
+        # A numpy int64 or float32 (any `numbers.Integral` / `numbers.Real` but bool) is taken
+        # as the int or float it equals; the strict checks still refuse bools and text.
+        if isinstance(value, bool | int | float):
+            return value
+        if is_integer(value):
+            return int(value)
+        if is_real(value):
+            return float(value)
+        return value
 
     @field_validator("average_user_sentiment", "user_sentiment_variance")
     @classmethod

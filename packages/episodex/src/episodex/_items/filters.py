@@ -16,7 +16,7 @@ from numbers import Real
 from typing import Any
 
 from episodex._common.errors import ValidationError
-from episodex._common.validation import INT64_MAX, INT64_MIN, MAX_JSON_DEPTH, is_finite
+from episodex._common.validation import INT64_MAX, INT64_MIN, MAX_JSON_DEPTH, is_finite, is_integer
 from episodex._engines.collection import payload_path
 from episodex._engines.plan import Condition, Filter, Match, Range
 
@@ -161,6 +161,8 @@ def _equals(path: tuple[str, ...], wanted: object) -> Callable[[str], Condition]
     """The condition "equals `wanted`", for any key."""
     if isinstance(wanted, str | bool):
         return lambda key: Match(key, wanted)
+    if is_integer(wanted):
+        wanted = int(wanted)  # a numpy int64 is compared as the int it is, not as a float
     if isinstance(wanted, int) and abs(wanted) >= _EXACT_FLOAT_INTS:
         if not INT64_MIN <= wanted <= INT64_MAX:
             raise ValidationError(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import html
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
@@ -17,6 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 from episodex._common.errors import ConfigurationError, GradingError, ValidationError
 from episodex._common.llm import AnyLLM, ask, require_llm
 from episodex._common.text import clip, mended
+from episodex._common.validation import is_real
 from episodex._lessons.answer import find_verdict
 from episodex._lessons.model import (
     ActionParts,
@@ -354,11 +356,7 @@ def parse_grading(text: object, steps: Sequence[StepMemory]) -> GradingResult:
                 raise GradingError(
                     f"{where}: confidence must be a number, got {confidence!r}"
                 ) from None
-        if (
-            isinstance(confidence, bool)
-            or not isinstance(confidence, int | float)
-            or confidence != confidence
-        ):
+        if not is_real(confidence) or math.isnan(float(confidence)):
             raise GradingError(f"{where}: confidence must be a number, got {confidence!r}")
         grades.append(
             StepGrade(

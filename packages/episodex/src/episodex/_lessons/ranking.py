@@ -8,7 +8,7 @@ from typing import Any, TypedDict
 import numpy as np
 
 from episodex._common.errors import ValidationError
-from episodex._common.validation import require_int, require_weight
+from episodex._common.validation import is_real, require_int, require_weight
 from episodex._lessons.model import (
     EnvState,
     RetrievedLesson,
@@ -44,7 +44,7 @@ class LessonOptions(TypedDict, total=False):
 
 def check_unit(name: str, value: object) -> float:
     """A number in [0, 1], or `ValidationError` naming the argument."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
+    if not is_real(value) or not 0.0 <= float(value) <= 1.0:
         raise ValidationError(f"{name} must be a number in [0, 1], got {value!r}")
     return float(value)
 

@@ -18,7 +18,7 @@ from episodex._common.errors import (
 from episodex._common.host import EngineHost
 from episodex._common.sync import in_thread
 from episodex._common.unreadable import read_readable, report_unreadable
-from episodex._common.validation import require_int, require_weight
+from episodex._common.validation import is_integer, require_int, require_weight
 from episodex._embedders.base import Embedder, embed_documents, embed_query
 from episodex._engines.base import Engine, check_collection_name
 from episodex._engines.collection import (
@@ -487,8 +487,9 @@ class QdrantTaskStore(BaseMemoryStore):
         if not any(weights.values()):
             raise ValidationError("dense_weight and bm25_weight are both 0: give one a weight > 0")
         rrf_k: object = options.get("rrf_k", 10)
-        if isinstance(rrf_k, bool) or not isinstance(rrf_k, int) or rrf_k < 1:
+        if not is_integer(rrf_k) or int(rrf_k) < 1:
             raise ValidationError(f"rrf_k must be an integer >= 1, got {rrf_k!r}")
+        rrf_k = int(rrf_k)
         return flt, threshold, mode, weights, rrf_k
 
     async def summary(self) -> str:

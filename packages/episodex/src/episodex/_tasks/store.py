@@ -25,6 +25,7 @@ from episodex._common.validation import (
     INT64_MIN,
     id_problem,
     is_finite,
+    is_integer,
     require_id,
     require_int,
     require_text,
@@ -346,6 +347,8 @@ def metadata_filter(value: object) -> dict[str, str | int | tuple[str, ...]]:
                 f"filter value for {key!r} is a boolean, which the embedded engine cannot match; "
                 "store flags as strings (e.g. 'yes'/'no') and filter on those"
             )
+        if is_integer(wanted):
+            wanted = int(wanted)  # a numpy int64 is matched as the int it is
         if isinstance(wanted, int) and not INT64_MIN <= wanted <= INT64_MAX:
             # No episode holds one (metadata keeps 64-bit integers) and the engine cannot ask.
             raise ValidationError(
