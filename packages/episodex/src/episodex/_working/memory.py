@@ -390,17 +390,18 @@ class WorkingMemory:
 
     def _best(self, tags: TagSpec) -> list[MemoryEntry]:
         weights = _scaled(_weights(tags))
-        best, winners = (0.0, 0.0), list[MemoryEntry]()
         with self._lock:
-            # Newest first, so among equal scores the newest is found first.
-            for entry in reversed(self._entries):
-                score = _score(weights, entry.tags)
-                if _same_score(score, best):
-                    if winners:
-                        winners.append(entry)
-                elif score[0] > best[0]:
-                    best, winners = score, [entry]
-        return winners
+            # Newest first, so among equal scores the newest comes first.
+            scored = [(entry, _score(weights, entry.tags)) for entry in reversed(self._entries)]
+        if not scored:
+            return []
+        # The ties are the entries within the tolerance of the highest score itself, so which
+        # entries win depends on the scores alone, never on the order they were stored in
+        # (the tolerance is not transitive: a ties b and b ties c does not make a tie c).
+        top = max((score for _, score in scored), key=lambda score: score[0])
+        if top[0] <= 0.0 or _same_score(top, (0.0, 0.0)):
+            return []
+        return [entry for entry, score in scored if _same_score(score, top)]
 
     def retrieve(self, tags: TagSpec) -> Any:
         """The content of the best entry (the newest among equals); None if no score is > 0."""
