@@ -175,6 +175,12 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
 
     Without it the short summary is an extract of what the user said.
     """
+    summarizer_timeout: float | None = Field(default=30.0, gt=0, allow_inf_nan=False)
+    """Seconds to wait for the summarizer before recording the episode with the extract;
+    None waits for ever. A model that never answers would otherwise hold the turn (and the
+    agent's answer) for ever. A plain function keeps running in its worker thread after
+    the wait ends; its answer is then not used.
+    """
     short_summary_chars: int = Field(default=300, ge=20)
     """Longest short summary kept, in characters."""
     long_summary_chars: int = Field(default=4000, ge=100)
@@ -786,7 +792,10 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
             try:
                 # Escaped, so no message can close the tag and speak as the prompt.
                 quoted = html.escape(exchange, quote=False)
-                answer = await ask_llm(self.summarizer, SUMMARY_PROMPT.format(exchange=quoted))
+                answer = await asyncio.wait_for(
+                    ask_llm(self.summarizer, SUMMARY_PROMPT.format(exchange=quoted)),
+                    self.summarizer_timeout,
+                )
                 if not isinstance(answer, str):
                     raise TypeError(f"the summarizer answered a {type(answer).__name__}, not text")
                 # Half a character (a lone surrogate) as U+FFFD, as the messages' own: the
