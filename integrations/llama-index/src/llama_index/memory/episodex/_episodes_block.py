@@ -241,6 +241,10 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
     # Sessions that may have an entry in it; and the version of the last snapshot taken.
     _filed: set[str] = PrivateAttr(default_factory=set[str])
     _filed_version: int = PrivateAttr(default=0)
+    # Per session whose latest snapshot could not be written to that file: why. Its messages
+    # wait in this process only, so every later call of the block (of any session) writes a
+    # fresh snapshot again, and `aflush` raises while one cannot be written.
+    _unfiled: dict[str, Exception] = PrivateAttr(default_factory=dict[str, Exception])
     # Per session: the turn its calls take between reading how far the session is recorded
     # and counting the span they record (the summarizer is awaited in between). One per
     # session whatever the event loop: the sync API runs each call on a fresh one.
@@ -321,7 +325,10 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
         conversation = self.conversation_id or session_id
         if conversation is not None:
             conversation = require_id("conversation_id", conversation)
+            await self._refile(conversation)
             await self._record_complete(messages, conversation)
+        else:
+            await self._refile()
         if not query:
             return ""
         # The same RecallOptions as every adapter; a limit in recall_options wins.
@@ -599,6 +606,7 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
             for message in messages:
                 message.additional_kwargs["session_id"] = session_id
         conversation = self._conversation_of(messages)
+        await self._refile(conversation)
         if from_short_term_memory:
             await self._flushed(messages, conversation)
         else:
@@ -623,7 +631,9 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
 
     async def _aput(self, messages: list[ChatMessage]) -> None:
         """Record messages flushed out of short-term memory (see `aput`)."""
-        await self._flushed(messages, self._conversation_of(messages))
+        conversation = self._conversation_of(messages)
+        await self._refile(conversation)
+        await self._flushed(messages, conversation)
 
     def _conversation_of(self, messages: list[ChatMessage]) -> str:
         conversation = self.conversation_id or session_of(messages)
@@ -709,17 +719,50 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
         key = (self.user_id, self.agent_id, conversation)
         try:
             await asyncio.to_thread(self._waiting_file.save, key, left, version)
-        except Exception:
-            # Memory is an aid: the messages still wait in this process.
-            logger.warning(
-                "could not write the waiting messages of conversation %r to %s",
+        except Exception as exc:
+            # Memory is an aid: the turn goes on, the messages still wait in this process,
+            # and the next call of the block writes them again (`_refile`); `aflush` raises
+            # while they cannot be written.
+            self._unfiled[conversation] = exc
+            logger.error(
+                "could not write the %d waiting message(s) of conversation %r to %s: until it "
+                "can be written (tried again at the block's next call), a killed process "
+                "loses them",
+                len(left),
                 conversation,
                 self._waiting_file.path,
                 exc_info=True,
             )
             return
+        if version >= self._filed_version:
+            # The latest snapshot of all is on disk: an earlier failure no longer matters (an
+            # older one that is not the latest leaves the session to be written again).
+            self._unfiled.pop(conversation, None)
         if not left and version == self._filed_version:
             self._filed.discard(conversation)
+
+    async def _refile(self, current: str | None = None) -> None:
+        """Write again the sessions whose waiting messages could not be written (`_file`).
+
+        Each in its turn; `current` is left out, as the caller's own call files it.
+        """
+        for conversation in [c for c in self._unfiled if c != current]:
+            async with self._turn(conversation):
+                filing = self._filing(conversation)
+            await self._file(conversation, filing)
+
+    def _check_filed(self) -> None:
+        """Raise `EngineError` if waiting messages of a session could not be written."""
+        if not self._unfiled:
+            return
+        conversation, exc = next(iter(self._unfiled.items()))
+        path = self._waiting_file.path if self._waiting_file is not None else None
+        raise EngineError(
+            f"the waiting messages of conversation(s) {sorted(self._unfiled)!r:.200} could not "
+            f"be written to {path}: they wait in this process only, and a killed process "
+            f"loses them; fix the file's folder and call aflush again (conversation "
+            f"{conversation!r}: {type(exc).__name__}: {exc})"
+        ) from exc
 
     async def aflush(self, memory: Any) -> RecorderStats:
         """End of session: record what is still in short-term memory, write what is pending.
@@ -733,7 +776,9 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
         Raises:
             EngineError: The store could not be read to place a session this block has not
                 seen (a restored history): nothing of it was recorded, so that none is stored
-                twice; call `aflush` again once the store is back.
+                twice; call `aflush` again once the store is back. Or the waiting file
+                (`spill_path`) could not be written: messages of a session (named) wait in this
+                process only; all else was done, call `aflush` again once it can be written.
         """
         session = getattr(memory, "session_id", None)
         conversation = self.conversation_id or session
@@ -744,6 +789,7 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
         from llama_index.core.storage.chat_store.base_db import MessageStatus
 
         active: list[ChatMessage] = await memory.aget_all(status=MessageStatus.ACTIVE)
+        await self._refile(conversation)
         failure = await self._record_complete(active, conversation, whole=True)
         await self.recorder.flush()
         if failure is not None:
@@ -752,6 +798,7 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
                 "its messages was recorded (they would be stored twice): call aflush again "
                 f"once the store is back ({type(failure).__name__}: {failure})"
             ) from failure
+        self._check_filed()
         return self.recorder.stats()
 
     async def _episodes(
