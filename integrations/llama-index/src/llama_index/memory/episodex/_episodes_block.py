@@ -8,7 +8,6 @@ import logging
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallB
 from llama_index.core.memory.memory import BaseMemoryBlock
 from llama_index.memory.episodex._checks import check_recall_options, configuration_errors
 from llama_index.memory.episodex._checks import require_id as require_config_id
+from llama_index.memory.episodex._llm import Encoding, counter_of
 from llama_index.memory.episodex._messages import (
     check_messages,
     latest_user_text,
@@ -43,7 +43,6 @@ from episodex import (
     format_recall,
     require_id,
     span_episodes,
-    token_counter,
 )
 
 __all__ = ["SUMMARY_PROMPT", "EpisodicMemoryBlock"]
@@ -167,8 +166,13 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
     """More `EpisodicMemory.recall` options: stream weights, `rrf_k`, `stage1_limit`."""
     max_tokens: int | None = Field(default=None, ge=1)
     """A token budget for the block; the lowest-ranked episodes are left out to fit it."""
-    encoding: str | Callable[[str], int] = Field(default=DEFAULT_ENCODING, exclude=True)
-    """How tokens are counted: a tiktoken encoding name (offline cl100k) or a counter."""
+    encoding: Encoding = Field(default=DEFAULT_ENCODING, exclude=True)
+    """How tokens are counted (`max_tokens`, `atruncate`): a tiktoken encoding name (offline
+    cl100k), a counter (`text -> int`) or a tokenizer (`text -> list`). `Memory` asks the block
+    to shrink by tokens of its own `tokenizer_fn`: give the block that tokenizer when it is
+    not cl100k (`offline_tokenizer()` and LlamaIndex's default are), or it cuts too little
+    (and `Memory` drops the whole block) or too much.
+    """
     summarizer: AnyLLM | None = Field(default=None, exclude=True)
     """A `prompt -> text` function writing the short summary: async, or plain (called in a
     worker thread); `from_llama_index(llm)` makes one of a LlamaIndex LLM.
@@ -352,7 +356,9 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
             )
             # Rendered inside the try: an episode stored by another program that cannot be
             # rendered fails the recall, not the agent's turn.
-            block = format_recall(result, max_tokens=self.max_tokens, encoding=self.encoding)
+            block = format_recall(
+                result, max_tokens=self.max_tokens, encoding=counter_of(self.encoding)
+            )
         except Exception as exc:
             # Memory is an aid: the agent answers without it rather than not at all.
             logger.warning("episodic recall failed; answering without memory", exc_info=True)
@@ -380,10 +386,11 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
             result = self._renders.get(content) if isinstance(content, str) else None  # pyright: ignore[reportUnnecessaryIsInstance]
         if result is None:
             return None
-        budget = token_counter(self.encoding)(content) - max(int(tokens_to_truncate), 0)
+        count = counter_of(self.encoding)
+        budget = count(content) - max(int(tokens_to_truncate), 0)
         if budget <= 0:
             return None
-        block = format_recall(result, max_tokens=budget, encoding=self.encoding)
+        block = format_recall(result, max_tokens=budget, encoding=count)
         if not block:
             return None
         self._keep(block, result)

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Mapping
+import math
+import re
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol, runtime_checkable
 from xml.sax.saxutils import escape
 
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.memory.memory import BaseMemoryBlock
 from llama_index.memory.episodex._checks import configuration_errors
+from llama_index.memory.episodex._llm import Encoding, counter_of
 from llama_index.memory.episodex._messages import (
     check_messages,
     latest_user_text,
@@ -18,11 +21,31 @@ from llama_index.memory.episodex._messages import (
 )
 from pydantic import ConfigDict, Field
 
-from episodex import SyncStepLessonMemory, ValidationError
+from episodex import DEFAULT_ENCODING, SyncStepLessonMemory, ValidationError
 
 __all__ = ["LessonSource", "LessonsMemoryBlock"]
 
 logger = logging.getLogger(__name__)
+
+# A lesson starts a line with its number (`2. AVOID: ...`); its other lines are indented.
+_LESSON_START = re.compile(r"^\d+\. ", re.MULTILINE)
+
+
+def _fit(text: str, budget: int, count: Callable[[str], int]) -> str:
+    """The block with its last (lowest-ranked) lessons left out until it fits `budget` tokens.
+
+    `""` when not even the first lesson fits; a text without numbered lessons fits whole or
+    not at all.
+    """
+    if count(text) <= budget:
+        return text
+    starts = [m.start() for m in _LESSON_START.finditer(text)]
+    # Keep the head and the first n lessons; the fewest left out first.
+    for end in reversed(starts[1:]):
+        kept = text[:end].rstrip("\n")
+        if count(kept) <= budget:
+            return kept
+    return ""
 
 
 @runtime_checkable
@@ -89,6 +112,14 @@ class LessonsMemoryBlock(BaseMemoryBlock[str]):
     """The step-lesson memory (`episodex.StepLessonMemory`), with its attempt initialised."""
     current_env: Any = Field(default=None, exclude=True)
     """The page the agent sees now (`EnvState` or a mapping of its fields); None: no lessons."""
+    max_tokens: int | None = Field(default=None, ge=1)
+    """A token budget for the block; the lowest-ranked lessons are left out to fit it (none
+    fits: no block). None: no budget, though `Memory` over its token limit still shrinks
+    the block lesson by lesson (`atruncate`)."""
+    encoding: Encoding = Field(default=DEFAULT_ENCODING, exclude=True)
+    """How tokens are counted: a tiktoken encoding name (offline cl100k), a counter
+    (`text -> int`) or a tokenizer (`text -> list`), e.g. the `tokenizer_fn` given to `Memory`
+    when it is not cl100k."""
 
     def __init__(self, /, **data: Any) -> None:
         with configuration_errors(type(self).__name__):
@@ -123,11 +154,35 @@ class LessonsMemoryBlock(BaseMemoryBlock[str]):
             text = block if isinstance(block, str) else await block
             # `Memory` puts the text between `<memory><lessons>` tags: escaped, a stored text
             # (a page element, a grader's explanation) cannot close them and speak as the prompt.
-            return escape(text)
+            text = escape(text)
+            if self.max_tokens is not None:
+                text = _fit(text, self.max_tokens, counter_of(self.encoding))
+            return text
         except Exception:
             # `Memory.aget` runs before every LLM call: an error here would end the agent's run.
             logger.warning("lesson retrieval failed; answering without lessons", exc_info=True)
             return ""
+
+    async def atruncate(self, content: str, tokens_to_truncate: int) -> str | None:
+        """Drop the lowest-ranked lessons until the block is `tokens_to_truncate` shorter.
+
+        Counts with this block's `encoding`; returns None when no lesson fits (then `Memory`
+        drops the block).
+        """
+        if (
+            isinstance(tokens_to_truncate, bool)
+            or not isinstance(tokens_to_truncate, int | float)  # pyright: ignore[reportUnnecessaryIsInstance]
+            or not math.isfinite(tokens_to_truncate)
+        ):
+            raise ValidationError(
+                f"tokens_to_truncate must be a number of tokens, got {tokens_to_truncate!r:.80}"
+            )
+        # Memory also asks blocks that returned nothing, passing them an empty list.
+        if not isinstance(content, str) or not content:  # pyright: ignore[reportUnnecessaryIsInstance]
+            return None
+        count = counter_of(self.encoding)
+        budget = count(content) - max(int(tokens_to_truncate), 0)
+        return (_fit(content, budget, count) or None) if budget > 0 else None
 
     async def _aput(self, messages: list[ChatMessage]) -> None:
         """Chat messages are not lessons: record steps through the lesson memory instead."""

@@ -3,14 +3,44 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sized
+from typing import Any
 
 from llama_index.core.base.llms.base import BaseLLM
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 
-from episodex import DEFAULT_ENCODING, ConfigurationError, LLMCallable
+from episodex import DEFAULT_ENCODING, ConfigurationError, LLMCallable, token_counter
 
-__all__ = ["from_llama_index", "offline_tokenizer"]
+__all__ = ["Encoding", "counter_of", "from_llama_index", "offline_tokenizer"]
+
+Encoding = str | Callable[[str], Any]
+"""A tiktoken encoding name, a token counter (`text -> int`), or a tokenizer (`text -> list`),
+such as the `tokenizer_fn` given to `Memory`."""
+
+
+def counter_of(encoding: Encoding) -> Callable[[str], int]:
+    """A `text -> int` counter for a block's `encoding`.
+
+    `Memory` counts a block's text with its `tokenizer_fn` (a list of tokens) and asks it to
+    shrink by as many of those tokens: a block counting with another tokenizer cut too little
+    (the whole block then dropped) or too much. So a tokenizer is taken too, its tokens
+    counted.
+    """
+    if isinstance(encoding, str):
+        return token_counter(encoding)
+
+    def count(text: str) -> int:
+        tokens = encoding(text)
+        if isinstance(tokens, int) and not isinstance(tokens, bool):
+            return tokens
+        if isinstance(tokens, Sized) and not isinstance(tokens, str | bytes):
+            return len(tokens)
+        raise TypeError(
+            f"encoding answered a {type(tokens).__name__}: give a tiktoken encoding name, a "
+            "function counting tokens (text -> int) or a tokenizer (text -> list of tokens)"
+        )
+
+    return count
 
 
 def from_llama_index(llm: BaseLLM, *, system_prompt: str | None = None) -> LLMCallable:
