@@ -71,7 +71,7 @@ def test_offline_tokenizer_counts_like_episodex() -> None:
 def test_readme_snippets_run(tmp_path: Path) -> None:
     readme = (DIST / "README.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.DOTALL)
-    assert len(blocks) == 4
+    assert len(blocks) == 5
     script = tmp_path / "readme_snippets.py"
     script.write_text("\n\n".join(blocks), encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("QDRANT_", "OPENAI_"))}
@@ -99,4 +99,6 @@ def test_readme_snippets_run(tmp_path: Path) -> None:
     assert re.search(
         r"^0\.\d{3} monday Please send my future orders to 12 Elm Street\.$", out, flags=re.M
     )
+    # Retriever with relative scores: the best hit passes a 0.5 similarity cutoff.
+    assert re.search(r"^(0\.[5-9]\d|1\.00) Please send my future orders", out, flags=re.M)
     assert out.rstrip().endswith("\n1")

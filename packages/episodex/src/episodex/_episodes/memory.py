@@ -204,6 +204,7 @@ class EpisodicMemory:
 
     memorize_many = threaded(EpisodeStore.memorize_many, via="store")
     recall = threaded(EpisodeStore.recall, via="store")
+    score_ceiling = threaded(EpisodeStore.score_ceiling, via="store")
 
     async def recall_block(
         self,
@@ -363,6 +364,7 @@ class SyncEpisodicMemory(SyncTwin):
     memorize_many = blocking(EpisodicMemory.memorize_many)
     recall = blocking(EpisodicMemory.recall)
     recall_block = blocking(EpisodicMemory.recall_block)
+    score_ceiling = blocking(EpisodicMemory.score_ceiling)
     count = blocking(EpisodicMemory.count)
     get = blocking(EpisodicMemory.get)
     read_recent = blocking(EpisodicMemory.read_recent)

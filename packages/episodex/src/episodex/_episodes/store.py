@@ -876,6 +876,37 @@ class EpisodeStore:
             streams.extend(Stream(name, learned, stage1) for name in LEARNED if weights[name] > 0)
         return streams
 
+    def score_ceiling(self, query: str, **options: Unpack[RecallOptions]) -> float:
+        """The highest fused score `recall(query=query, **options)` can give an episode.
+
+        That is the score of an episode ranked first by every stream the recall runs for this
+        query (the sum of their weights over `rrf_k + 1`), so a recalled score divided by it
+        is within 0 and 1, 1 meaning "first in every stream". 0.0 when the recall runs no
+        stream (it then finds nothing). No search is made and no dense vector computed; the
+        streams are chosen as `_streams` chooses them.
+        """
+        check_recall_options(options)
+        require_text("query", query)
+        k = _int_option(options, "rrf_k", DEFAULT_RRF_K)
+        weights = self._weights(options)
+        period = named_period(query) if weights["dated"] > 0 else None
+        speaker = bool(
+            (weights["speaker"] or weights["speaker_bm25"]) and query_speaker_terms(query)
+        )
+        labels = [name for name in ("short", "long") if weights[name] > 0]
+        if period is not None:
+            labels.append("dated")
+        if speaker and weights["speaker"] > 0:
+            labels.append("speaker")
+        speaker_bm25 = speaker and weights["speaker_bm25"] > 0
+        if (weights["bm25"] > 0 or speaker_bm25) and self.bm25.query(query).indices:
+            labels += ["bm25"] if weights["bm25"] > 0 else []
+            labels += ["speaker_bm25"] if speaker_bm25 else []
+        if self.splade is not None and any(weights[name] > 0 for name in LEARNED):
+            if self.splade.query(query).indices:
+                labels += [name for name in LEARNED if weights[name] > 0]
+        return sum(weights[name] for name in labels) / (k + 1)
+
     def count(self, *, user_id: str, agent_id: str, conversation_id: str | None = None) -> int:
         """Number of episodes of this user and agent (in one conversation if given)."""
         flt = tenant_filter(user_id, agent_id)

@@ -34,6 +34,7 @@ _HIDDEN = (
     "agent_id",
     "section",
     "score",
+    "score_ceiling",
     "streams",
     "short_summary",
     "start_index",
@@ -59,7 +60,7 @@ def _empty(value: Any) -> bool:
     return value is None or (isinstance(value, str | list | tuple | Mapping) and not value)
 
 
-def _node(item: Mapping[str, Any], section: str) -> NodeWithScore:
+def _node(item: Mapping[str, Any], section: str, ceiling: float | None) -> NodeWithScore:
     metadata: dict[str, Any] = {
         "point_id": item["point_id"],
         "section": section,
@@ -74,6 +75,11 @@ def _node(item: Mapping[str, Any], section: str) -> NodeWithScore:
             metadata[key] = _plain(value)
     if item.get("metadata"):
         metadata["episode_metadata"] = _plain(item["metadata"])
+    score = float(item.get("score", 0.0))
+    if ceiling is not None:
+        metadata["score_ceiling"] = ceiling
+        # At most 1: a float sum may land a hair above its ceiling.
+        score = min(score / ceiling, 1.0) if ceiling > 0 else 0.0
     short = str(item.get("short_summary_text", ""))
     long = str(item.get("long_summary_text", ""))
     node = TextNode(
@@ -83,7 +89,7 @@ def _node(item: Mapping[str, Any], section: str) -> NodeWithScore:
         excluded_llm_metadata_keys=[*_HIDDEN, "episode_metadata"],
         excluded_embed_metadata_keys=list(metadata),
     )
-    return NodeWithScore(node=node, score=float(item.get("score", 0.0)))
+    return NodeWithScore(node=node, score=score)
 
 
 class EpisodicRetriever(BaseRetriever):
@@ -92,7 +98,16 @@ class EpisodicRetriever(BaseRetriever):
     Each result is a `NodeWithScore`: the node text is the short summary then the long one,
     its id is the episode's point id, its score the fused recall score, and its metadata
     holds every stored field (`conversation_id`, `timestamp_end` as ISO text,
-    `tools_invoked`, ...) plus `section`: `same_conversation` or `previous_conversations`.
+    `tools_invoked`, ...) plus `section`: `same_conversation` or `previous_conversations`,
+    `score` (the fused score) and `streams` (each stream's rank of the episode).
+
+    Scores: the fused score is a weighted Reciprocal Rank Fusion sum, small by nature (about
+    0.03 for the best episode with the default weights), so a cutoff meant for a 0-1
+    similarity, such as LlamaIndex's `SimilarityPostprocessor(similarity_cutoff=0.5)`, drops
+    every node. With `relative_scores=True` a node's score is its fused score divided by the
+    highest one this query's recall can give (`EpisodicMemory.score_ceiling`, kept in the
+    metadata as `score_ceiling`): 1.0 means "ranked first by every stream", 0.5 half of that,
+    and the order is unchanged.
     Results are ordered best first; an empty or blank query returns no nodes. Fields with no
     value (None, empty lists) are left out of the metadata, so what an LLM is shown carries no
     `flows_activated: []` noise lines.
@@ -141,6 +156,9 @@ class EpisodicRetriever(BaseRetriever):
         similarity_top_k: Most nodes returned in all, as with LlamaIndex's own retrievers;
             the best of both sections are kept.
         recall_options: More `EpisodicMemory.recall` options (stream weights, `rrf_k`).
+        relative_scores: Give each node its fused score divided by the highest fused score
+            this query's recall can give, within 0 and 1, for a similarity cutoff; the fused
+            score stays in the metadata as `score`.
         raise_on_failure: Raise when the memory itself fails (its engine cannot be reached,
             a model fails, a stored episode cannot be read back: `EngineError`,
             `EmbeddingError` or any other error). By default the failure is logged to the
@@ -162,6 +180,7 @@ class EpisodicRetriever(BaseRetriever):
         same_conversation_limit: int | None = None,
         similarity_top_k: int | None = None,
         recall_options: Mapping[str, Any] | None = None,
+        relative_scores: bool = False,
         raise_on_failure: bool = False,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
@@ -175,6 +194,11 @@ class EpisodicRetriever(BaseRetriever):
             )
         self.memory = memory
         self.raise_on_failure = raise_on_failure
+        if not isinstance(relative_scores, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigurationError(
+                f"relative_scores must be True or False, got {relative_scores!r}"
+            )
+        self.relative_scores = relative_scores
         if similarity_top_k is not None:
             if (
                 isinstance(similarity_top_k, bool)
@@ -211,8 +235,14 @@ class EpisodicRetriever(BaseRetriever):
             "query": readable(query_bundle.query_str),
         }
 
-    def _nodes(self, result: Mapping[str, list[dict[str, Any]]]) -> list[NodeWithScore]:
-        nodes = [_node(item, section) for section in _SECTIONS for item in result.get(section, [])]
+    def _nodes(
+        self, result: Mapping[str, list[dict[str, Any]]], ceiling: float | None
+    ) -> list[NodeWithScore]:
+        nodes = [
+            _node(item, section, ceiling)
+            for section in _SECTIONS
+            for item in result.get(section, [])
+        ]
         # Stable sort: equal scores keep the current conversation first.
         nodes.sort(key=lambda n: -(n.score or 0.0))
         return nodes if self.similarity_top_k is None else nodes[: self.similarity_top_k]
@@ -227,7 +257,11 @@ class EpisodicRetriever(BaseRetriever):
             # recall would refuse it, and the chat or query engine fed by this would fail.
             return []
         try:
-            return self._nodes(await self.memory.recall(**kwargs))
+            result = await self.memory.recall(**kwargs)
+            ceiling = None
+            if self.relative_scores and any(result.values()):
+                ceiling = await self.memory.score_ceiling(kwargs["query"], **self._options)
+            return self._nodes(result, ceiling)
         except (StoreClosedError, ValidationError, ConfigurationError):
             raise  # the caller's own mistake, not an outage
         except Exception:
