@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from llama_index.core.tools import FunctionTool
 from llama_index.memory.episodex._checks import check_recall_options, require_id
+from llama_index.memory.episodex._llm import Encoding, counter_of
 from llama_index.memory.episodex._messages import readable
 from pydantic import BaseModel
 
@@ -52,6 +53,7 @@ def create_memory_search_tool(
     description: str = DEFAULT_TOOL_DESCRIPTION,
     limit: int = 5,
     max_tokens: int | None = 1000,
+    encoding: Encoding = DEFAULT_ENCODING,
     recall_options: Mapping[str, Any] | None = None,
 ) -> FunctionTool:
     """A `FunctionTool` with which an agent searches its own episodes (its only argument: a query).
@@ -84,6 +86,9 @@ def create_memory_search_tool(
         description: What the model is told the tool does.
         limit: Most episodes from other conversations (and from this one).
         max_tokens: A token budget for the answer; None for no budget.
+        encoding: How `max_tokens` counts: a tiktoken encoding name (offline cl100k by
+            default), a counter (`text -> int`) or a tokenizer (`text -> list`), such as the
+            one of the agent's own model, so the budget is in that model's tokens.
         recall_options: More `EpisodicMemory.recall` options (stream weights, `rrf_k`).
     """
     core = memory.memory if isinstance(memory, SyncEpisodicMemory) else memory
@@ -106,6 +111,7 @@ def create_memory_search_tool(
         isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 0  # pyright: ignore[reportUnnecessaryIsInstance]
     ):
         raise ConfigurationError(f"max_tokens must be an integer >= 0 or None, got {max_tokens!r}")
+    count = _checked_counter(encoding)
     options: dict[str, Any] = {
         "previous_conversation_limit": limit,
         "same_conversation_limit": limit if conversation is not None else 0,
@@ -129,7 +135,7 @@ def create_memory_search_tool(
                 conversation_id=conversation,
                 **options,
             )
-            block = format_recall(result, max_tokens=max_tokens, encoding=DEFAULT_ENCODING)
+            block = format_recall(result, max_tokens=max_tokens, encoding=count)
         except Exception:
             # Any failure, not only episodex's typed ones: an episode stored by another program
             # that cannot be rendered, or a custom embedder's own error, would otherwise reach
@@ -160,3 +166,24 @@ def create_memory_search_tool(
         description=description,
         fn_schema=_SearchArgs,
     )
+
+
+def _checked_counter(encoding: Encoding) -> Callable[[str], int]:
+    """`encoding`'s counter, tried now.
+
+    At call time a bad one would fail every search, which the tool words as "memory
+    unavailable".
+    """
+    if not isinstance(encoding, str) and not callable(encoding):
+        raise ConfigurationError(
+            "encoding must be a tiktoken encoding name, a token counter (text -> int) or a "
+            f"tokenizer (text -> list), got {type(encoding).__name__}"
+        )
+    try:
+        count = counter_of(encoding)
+        count("a")
+    except ConfigurationError:
+        raise
+    except Exception as error:
+        raise ConfigurationError(f"encoding {encoding!r} cannot count tokens: {error}") from error
+    return count
