@@ -8,6 +8,7 @@ engine, under the same tenant, namespace and value filters as every other read.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
@@ -18,10 +19,13 @@ from episodex._common.validation import require_encodable, require_int, require_
 from episodex._embedders.base import Embedder, embed_documents, embed_query, require_embedder
 from episodex._engines.base import Engine
 from episodex._engines.collection import (
+    TOMBSTONE,
     clear_tombstones,
     collection_bm25,
     delete_counted,
+    might_apply_failed_writes,
     open_collection,
+    stored_points,
     tenant_filter,
     tombstone,
 )
@@ -45,6 +49,8 @@ from episodex._items.model import (
 )
 
 __all__ = ["COLLECTION", "ItemStore"]
+
+_log = logging.getLogger("episodex")
 
 COLLECTION = "items"
 _PAGE = 512
@@ -136,6 +142,9 @@ class ItemStore:
         `ValidationError` naming its position. The whole batch, puts and deletes, is one
         engine write: it is applied whole, or not at all and an `EngineError` is raised. An
         item both put and deleted here is deleted. Deleting a missing item is not an error.
+        A Qdrant server that fails to answer for a write is read back: a write it applied
+        whole returns; one it applied in part (or that cannot be read back) raises an
+        `EngineError` naming the items that may hold it: writing the batch again applies it.
         """
         checked_puts = [check_put(p, f"put {i}: ") for i, p in enumerate(_listed(puts, "puts"))]
         checked_deletes = [
@@ -150,10 +159,11 @@ class ItemStore:
         # between the two and leave a batch half applied. A tombstone holds no tenant, vector
         # or namespace, so no read reaches it; it is removed right after.
         tombstones = [point_id(ref) for ref in dict.fromkeys(checked_deletes)]
+        refs = {point_id(ref): ref for ref in (*latest, *checked_deletes)}
         with self._write_lock:
+            now = time.time()
             if points:
                 created = self._created_at([p.id for p in points])
-                now = time.time()
                 points = [
                     Point(
                         id=p.id,
@@ -169,9 +179,57 @@ class ItemStore:
                 ]
             points += [tombstone(i) for i in tombstones]
             if points:
-                self.engine.upsert(self.collection, points)
+                try:
+                    self.engine.upsert(self.collection, points)
+                except BaseException as exc:
+                    if not might_apply_failed_writes(self.engine):
+                        raise
+                    self._settle_failed(points, refs, now, exc)
             if tombstones:
                 clear_tombstones(self.engine, self.collection, tombstones)
+
+    def _settle_failed(
+        self, points: Sequence[Point], refs: Mapping[str, ItemRef], now: float, exc: BaseException
+    ) -> None:
+        """Return if a failed write is stored whole; raise what tells the caller what is stored.
+
+        A server can apply a write and then fail to answer for it. An item it replaced cannot
+        be written back (its vectors cannot be read back, its text is not stored), so the write
+        is read back instead: applied whole, it is stored and the call returns; not applied at
+        all, the error is raised with nothing changed; applied in part, or unreadable, the
+        error names the items that may hold it, and writing the batch again applies it whole.
+        """
+        ids = [p.id for p in points]
+        try:
+            found = stored_points(self.engine, self.collection, ids)
+        except Exception as check:
+            raise EngineError(
+                f"writing items failed ({exc}), and reading them back failed too ({check}): "
+                "a server can apply a write and still fail to answer, so these items may hold "
+                f"this write (put or deleted): {_named(refs, ids)}; write the batch again to "
+                "apply it whole"
+            ) from exc
+
+        def holds_write(point: Point) -> bool:
+            hit = found.get(point.id)
+            if point.payload.get(TOMBSTONE) is True:
+                return hit is None or hit.payload.get(TOMBSTONE) is True
+            return hit is not None and hit.payload.get("updated_at") == now
+
+        applied = [p.id for p in points if holds_write(p)]
+        if len(applied) == len(points):
+            _log.warning(
+                "writing items: the server failed to answer (%s) but applied the write whole",
+                exc,
+            )
+            return
+        if not applied:
+            raise exc
+        raise EngineError(
+            f"writing items failed ({exc}), and the server applied it to some items only: "
+            f"{_named(refs, applied)} hold this write, {_named(refs, ids, but=applied)} do "
+            "not; write the batch again to apply it whole"
+        ) from exc
 
     def _points(self, puts: Sequence[ItemPut]) -> list[Point]:
         texts = [p.text for p in puts if p.text is not None]
@@ -456,6 +514,14 @@ def _below(bound: float | None, stretch: list[Hit]) -> list[Hit]:
     if bound is None or top <= bound or top <= 0:
         return stretch
     return [Hit(hit.id, hit.score * bound / top, hit.payload) for hit in stretch]
+
+
+def _named(refs: Mapping[str, ItemRef], ids: Sequence[str], but: Sequence[str] = ()) -> str:
+    """The items at `ids` (less those at `but`), each as its namespace and key."""
+    left = set(but)
+    return ", ".join(
+        f"({refs[i].namespace!r}, {refs[i].key!r})" for i in dict.fromkeys(ids) if i not in left
+    )
 
 
 def _listed(values: object, name: str) -> list[Any]:
