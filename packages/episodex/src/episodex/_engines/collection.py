@@ -24,6 +24,7 @@ __all__ = [
     "check_manifest",
     "clear_tombstones",
     "collection_bm25",
+    "delete_checked",
     "delete_counted",
     "foreign_claims",
     "might_apply_failed_writes",
@@ -354,6 +355,32 @@ def tenant_filter(user_id: object, agent_id: object) -> Filter:
     )
 
 
+def delete_checked(engine: Engine, collection: str, flt: Filter) -> None:
+    """Delete the points matching `flt`; a failed delete a server applied all the same returns.
+
+    A server can apply a delete and then fail to answer for it (a timed-out answer, a dropped
+    connection): the points are gone while the call raised. A delete is idempotent, so after
+    a failure on a server the points are counted again: none left, the delete is done and
+    nothing is raised. Otherwise the error is raised, with a note when the count failed too.
+    """
+    try:
+        engine.delete(collection, flt)
+    except EpisodexError as exc:
+        if not might_apply_failed_writes(engine):
+            raise
+        try:
+            left = engine.count(collection, flt)
+        except Exception as check:
+            exc.add_note(
+                f"counting what is left failed too ({check}); a server can apply a delete and "
+                "still fail to answer, so it may have been applied; deleting again is harmless"
+            )
+            raise exc from None
+        if left:
+            raise
+        _log.warning("a delete's answer failed (%s), but the server applied it", exc)
+
+
 def delete_counted(
     engine: Engine, collection: str, flt: Filter, *, page: int = 1024, server_chunk: int = 8192
 ) -> int:
@@ -383,7 +410,7 @@ def delete_counted(
     for start in range(0, len(ids), chunk):
         part = flt.and_(HasId(tuple(ids[start : start + chunk])))
         try:
-            engine.delete(collection, part)
+            delete_checked(engine, collection, part)
         except EpisodexError as exc:
             if start:
                 exc.add_note(

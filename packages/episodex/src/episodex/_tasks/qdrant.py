@@ -24,6 +24,7 @@ from episodex._engines.base import Engine, check_collection_name
 from episodex._engines.collection import (
     clear_tombstones,
     collection_bm25,
+    delete_checked,
     foreign_claims,
     might_apply_failed_writes,
     open_collection,
@@ -316,7 +317,7 @@ class QdrantTaskStore(BaseMemoryStore):
         with self._write_lock:
             if not self.engine.count(self.collection, flt):
                 raise EpisodeNotFoundError(f"no episode {id_!r} in collection {self.collection!r}")
-            self.engine.delete(self.collection, flt)
+            delete_checked(self.engine, self.collection, flt)
 
     def _recent(
         self, n: int, *, descending: bool = True, flt: Filter | None = None
