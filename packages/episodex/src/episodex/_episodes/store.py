@@ -1000,6 +1000,10 @@ class EpisodeStore:
         cannot be reached, the error is raised before anything of the collection is deleted.
         So are the copies the records of a call killed between its writes keep of the episodes
         it replaced (`pending`), until that call is taken back.
+
+        On a Qdrant server, a forget that finds another process's re-index copying the
+        collection (or switched away from it) after deleting raises `EmbedderMismatchError`:
+        the re-index may bring the episodes back, so forget again once it has finished.
         """
         flt = tenant_filter(user_id, agent_id)
         chosen = sum((point_id is not None, conversation_id is not None, everything is True))
@@ -1037,7 +1041,29 @@ class EpisodeStore:
                         )
                     ),
                 )
-            return delete_counted(self.engine, self.collection, flt)
+            forgotten = delete_counted(self.engine, self.collection, flt)
+            self._confirm_forgotten(forgotten)
+            return forgotten
+
+    def _confirm_forgotten(self, forgotten: int) -> None:
+        """On a server, raise if another process's re-index may bring back what was forgotten.
+
+        A re-index marks the collection before its last catch-up (`mark_reindexing`): a delete
+        that finds no mark afterwards was made before it, and the catch-up drops the copies.
+        One that finds it may have landed after the catch-up copied the episodes, which the
+        switch then serves again. One request per call, as for writes (`_confirm_written`).
+        """
+        if not forgotten or self._moves is None or self._generation is None:
+            return
+        why = self._moves(self.collection, self._generation)
+        if why is not None:
+            raise EmbedderMismatchError(
+                f"forget deleted {forgotten} episodes, but {why} (another process re-indexes "
+                f"the episode collection {self.collection!r}), and the copy it switches to may "
+                "still hold them. Once the re-index has finished, open the store with its "
+                "embedder and forget again (if none is running, one was stopped midway: run it "
+                "again to finish it, then forget again)"
+            )
 
     # -- export, import and statistics: each in its own module ----------------------------
 
