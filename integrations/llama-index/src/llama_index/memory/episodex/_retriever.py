@@ -158,7 +158,8 @@ class EpisodicRetriever(BaseRetriever):
         recall_options: More `EpisodicMemory.recall` options (stream weights, `rrf_k`).
         relative_scores: Give each node its fused score divided by the highest fused score
             this query's recall can give, within 0 and 1, for a similarity cutoff; the fused
-            score stays in the metadata as `score`.
+            score stays in the metadata as `score`. If computing that highest score fails
+            the nodes keep their fused scores (logged as a warning).
         raise_on_failure: Raise when the memory itself fails (its engine cannot be reached,
             a model fails, a stored episode cannot be read back: `EngineError`,
             `EmbeddingError` or any other error). By default the failure is logged to the
@@ -260,7 +261,7 @@ class EpisodicRetriever(BaseRetriever):
             result = await self.memory.recall(**kwargs)
             ceiling = None
             if self.relative_scores and any(result.values()):
-                ceiling = await self.memory.score_ceiling(kwargs["query"], **self._options)
+                ceiling = await self._ceiling(kwargs["query"])
             return self._nodes(result, ceiling)
         except (StoreClosedError, ValidationError, ConfigurationError):
             raise  # the caller's own mistake, not an outage
@@ -275,6 +276,25 @@ class EpisodicRetriever(BaseRetriever):
                 exc_info=True,
             )
             return []
+
+    async def _ceiling(self, query: str) -> float | None:
+        """The query's score ceiling, or None (fused scores) when computing it fails.
+
+        The recall has worked by then: failing to scale its scores must not cost the caller
+        the episodes it found.
+        """
+        try:
+            return await self.memory.score_ceiling(query, **self._options)
+        except (StoreClosedError, ValidationError, ConfigurationError):
+            raise
+        except Exception:
+            if self.raise_on_failure:
+                raise
+            logger.warning(
+                "episodic score ceiling failed; the nodes keep their fused scores",
+                exc_info=True,
+            )
+            return None
 
 
 def _limit(name: str, given: int | None, top_k: int | None, default: int) -> int:
