@@ -119,6 +119,41 @@ _Packed = tuple[
 logger = logging.getLogger("episodex")
 
 
+# The streams that search the dense vectors (the others search the sparse ones).
+_DENSE_LABELS = ("short", "long", "dated", "speaker")
+
+
+def _stream_labels(
+    weights: Mapping[str, float],
+    *,
+    period: bool,
+    speakers: bool,
+    bm25_terms: bool,
+    learned_terms: bool,
+) -> list[str]:
+    """The labels of the streams a recall runs for a query, in the order they are run.
+
+    The one rule both `recall` and `score_ceiling` follow. `period`: the query names a period
+    (looked for only when `dated_weight` is above 0); `speakers`: it has a word to match
+    speakers with (looked for only when a speaker weight is above 0); `bm25_terms` /
+    `learned_terms`: its BM25 / SPLADE query vector has an index (False when that encoder is
+    not run or absent). With both True, the streams the query could run: what to encode.
+    """
+    labels = [name for name in ("short", "long") if weights[name] > 0]
+    if period and weights["dated"] > 0:
+        labels.append("dated")
+    if speakers and weights["speaker"] > 0:
+        labels.append("speaker")
+    if bm25_terms:
+        if weights["bm25"] > 0:
+            labels.append("bm25")
+        if speakers and weights["speaker_bm25"] > 0:
+            labels.append("speaker_bm25")
+    if learned_terms:
+        labels.extend(name for name in LEARNED if weights[name] > 0)
+    return labels
+
+
 def _int_option(options: RecallOptions, name: str, default: int) -> int:
     """An integer recall option, or its default; at least its `INT_MINIMUMS` value."""
     return require_int(name, options.get(name, default), minimum=INT_MINIMUMS[name])
@@ -708,16 +743,8 @@ class EpisodeStore:
         if not sides:
             return result
 
-        period = named_period(query) if weights["dated"] > 0 else None
-        # The speaker filter lists the query's word runs; no speaker stream, no list.
-        terms = query_speaker_terms(query) if weights["speaker"] or weights["speaker_bm25"] else []
-        streams = self._streams(
-            query,
-            weights,
-            stage1,
-            None if period is None else period_filter(period),
-            Filter(must=(MatchAny(SPEAKER_KEYS, tuple(terms)),)) if terms else None,
-        )
+        period, speakers = _query_filters(query, weights)
+        streams = self._streams(query, weights, stage1, period, speakers)
         if not streams:
             return result  # a query of only stopwords with only the BM25 stream weighted
         requests = [
@@ -842,10 +869,16 @@ class EpisodeStore:
         the query names one and `dated_weight` is above 0; `speakers` when the query has a word
         and a speaker weight is above 0 (a speaker stream of weight 0 is left out).
         """
-        speaker = speakers is not None and weights["speaker"] > 0
-        speaker_bm25 = speakers is not None and weights["speaker_bm25"] > 0
-        want_dense = weights["short"] > 0 or weights["long"] > 0 or period is not None or speaker
-        want_learned = self.splade is not None and any(weights[name] > 0 for name in LEARNED)
+        could = _stream_labels(
+            weights,
+            period=period is not None,
+            speakers=speakers is not None,
+            bm25_terms=True,
+            learned_terms=self.splade is not None,
+        )
+        want_dense = any(label in _DENSE_LABELS for label in could)
+        want_bm25 = "bm25" in could or "speaker_bm25" in could
+        want_learned = any(label in LEARNED for label in could)
         splade = self.splade
         if want_dense and want_learned and splade is not None:
             # Both encoders release the GIL: the SPLADE one runs on a helper thread meanwhile.
@@ -855,25 +888,30 @@ class EpisodeStore:
         else:
             dense_vec = embed_query(self.embedder, query) if want_dense else None
             learned = splade.query(query) if want_learned and splade is not None else None
+        sparse = self.bm25.query(query) if want_bm25 else None
+        labels = _stream_labels(
+            weights,
+            period=period is not None,
+            speakers=speakers is not None,
+            bm25_terms=sparse is not None and bool(sparse.indices),
+            learned_terms=learned is not None and bool(learned.indices),
+        )
+        dense = [] if dense_vec is None else dense_vec.tolist()
         streams: list[Stream] = []
-        if dense_vec is not None:
-            dense = dense_vec.tolist()
-            streams.extend(
-                Stream(name, dense, stage1) for name in ("short", "long") if weights[name] > 0
-            )
-            if period is not None:
+        for label in labels:
+            if label in ("short", "long"):
+                streams.append(Stream(label, dense, stage1))
+            elif label == "dated":
                 streams.append(Stream("short", dense, stage1, name="dated", filter=period))
-            if speaker:
+            elif label == "speaker":
                 streams.append(Stream("long", dense, stage1, name="speaker", filter=speakers))
-        if weights["bm25"] > 0 or speaker_bm25:
-            sparse = self.bm25.query(query)
-            if sparse.indices and weights["bm25"] > 0:
+            elif label == "bm25" and sparse is not None:
                 streams.append(Stream("bm25", sparse, stage1))
-            if sparse.indices and speaker_bm25:
+            elif label == "speaker_bm25" and sparse is not None:
                 streams.append(Stream("bm25", sparse, stage1, name="speaker_bm25", filter=speakers))
-        # One query vector serves both learned streams.
-        if learned is not None and learned.indices:
-            streams.extend(Stream(name, learned, stage1) for name in LEARNED if weights[name] > 0)
+            elif learned is not None:
+                # One query vector serves both learned streams.
+                streams.append(Stream(label, learned, stage1))
         return streams
 
     def score_ceiling(self, query: str, **options: Unpack[RecallOptions]) -> float:
@@ -883,28 +921,36 @@ class EpisodeStore:
         query (the sum of their weights over `rrf_k + 1`), so a recalled score divided by it
         is within 0 and 1, 1 meaning "first in every stream". 0.0 when the recall runs no
         stream (it then finds nothing). No search is made and no dense vector computed; the
-        streams are chosen as `_streams` chooses them.
+        streams are chosen by `_stream_labels`, the rule the recall's `_streams` follows.
         """
         check_recall_options(options)
         require_text("query", query)
         k = _int_option(options, "rrf_k", DEFAULT_RRF_K)
         weights = self._weights(options)
-        period = named_period(query) if weights["dated"] > 0 else None
-        speaker = bool(
-            (weights["speaker"] or weights["speaker_bm25"]) and query_speaker_terms(query)
+        period, speakers = _query_filters(query, weights)
+        dated, spoken = period is not None, speakers is not None
+        could = _stream_labels(
+            weights,
+            period=dated,
+            speakers=spoken,
+            bm25_terms=True,
+            learned_terms=self.splade is not None,
         )
-        labels = [name for name in ("short", "long") if weights[name] > 0]
-        if period is not None:
-            labels.append("dated")
-        if speaker and weights["speaker"] > 0:
-            labels.append("speaker")
-        speaker_bm25 = speaker and weights["speaker_bm25"] > 0
-        if (weights["bm25"] > 0 or speaker_bm25) and self.bm25.query(query).indices:
-            labels += ["bm25"] if weights["bm25"] > 0 else []
-            labels += ["speaker_bm25"] if speaker_bm25 else []
-        if self.splade is not None and any(weights[name] > 0 for name in LEARNED):
-            if self.splade.query(query).indices:
-                labels += [name for name in LEARNED if weights[name] > 0]
+        bm25_terms = ("bm25" in could or "speaker_bm25" in could) and bool(
+            self.bm25.query(query).indices
+        )
+        learned_terms = (
+            self.splade is not None
+            and any(label in LEARNED for label in could)
+            and bool(self.splade.query(query).indices)
+        )
+        labels = _stream_labels(
+            weights,
+            period=dated,
+            speakers=spoken,
+            bm25_terms=bm25_terms,
+            learned_terms=learned_terms,
+        )
         return sum(weights[name] for name in labels) / (k + 1)
 
     def count(self, *, user_id: str, agent_id: str, conversation_id: str | None = None) -> int:
@@ -1070,6 +1116,20 @@ class EpisodeStore:
     export = transfer.export
     import_ = transfer.import_
     stats = stats_.stats
+
+
+def _query_filters(query: str, weights: Mapping[str, float]) -> tuple[Filter | None, Filter | None]:
+    """The period and the speakers filters of the query's streams, None where none applies.
+
+    The period is looked for only when `dated_weight` is above 0, the speakers only when a
+    speaker weight is; the speaker filter lists the query's word runs.
+    """
+    period = named_period(query) if weights["dated"] > 0 else None
+    terms = query_speaker_terms(query) if weights["speaker"] or weights["speaker_bm25"] else []
+    return (
+        None if period is None else period_filter(period),
+        Filter(must=(MatchAny(SPEAKER_KEYS, tuple(terms)),)) if terms else None,
+    )
 
 
 def _diversified(result: RecallResult, diversity: float) -> RecallResult:
