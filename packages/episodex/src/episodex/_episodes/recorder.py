@@ -323,7 +323,8 @@ class EpisodeRecorder:
         (a LangGraph thread forked back to an earlier point) that a later write would store.
         No write of this recorder runs meanwhile: once this returns, each of them is either
         taken out or was stored before it began. Stored episodes are not touched (the
-        memory's `forget` does that). Returns how many waiting episodes were taken out.
+        memory's `forget` does that). Returns how many waiting episodes were taken out, each
+        once however many of its versions waited.
 
         Raises:
             EngineError: The spill file could not be rewritten; nothing is taken out (call
@@ -348,17 +349,28 @@ class EpisodeRecorder:
         taken out, those in memory neither.
         """
         with self._lock, self._spill_file_lock():
-            queue = deque(ep for ep in self._pending if not where(ep))
-            dropped = len(self._pending) - len(queue)
+            queue: deque[ConversationEpisode] = deque()
+            # An episode recorded again under its id waits as several versions (queued, in
+            # the file, or both): each taken out is one episode, counted once.
+            dropped: set[str | None] = set()
+            for episode in self._pending:
+                if where(episode):
+                    dropped.add(episode.point_id)
+                else:
+                    queue.append(episode)
             if self.spill_path is not None and self.spill_path.exists():
                 spilled = [ep for ep in self._take_spilled() if not self._is_settled(ep)]
-                left = [ep for ep in spilled if not where(ep)]
+                left: list[ConversationEpisode] = []
+                for episode in spilled:
+                    if where(episode):
+                        dropped.add(episode.point_id)
+                    else:
+                        left.append(episode)
                 if len(left) < len(spilled):
                     self._write_spilled_locked(left)
                     self._settled.clear()
-                dropped += len(spilled) - len(left)
             self._pending = queue
-        return dropped
+        return len(dropped)
 
     def stats(self) -> RecorderStats:
         """Counters and the queue's size: the recorder's health."""
