@@ -31,6 +31,7 @@ from langchain_core.messages import (
     SystemMessage,
 )
 
+from langchain_episodex._checkpoints import athread_root, thread_root
 from langchain_episodex._context import run_scope
 from langchain_episodex._llm import from_langchain
 from langchain_episodex._options import check_recall_options, core_memory
@@ -437,6 +438,7 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         messages: Sequence[AnyMessage],
         scope: MemoryScope,
         previous: Mapping[str, Any] | None,
+        root: str | None = None,
     ) -> tuple[dict[str, Any], str]:
         start = run_start(messages)
         run = {
@@ -460,8 +462,10 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
             "thread_id": _thread_id(),
             # This thread's line of runs, carried from run to run in the checkpoint: a fork
             # shares it with the branch it left, a thread id used again on a new checkpointer
-            # (a restarted `InMemorySaver`, a deleted thread) begins another.
-            "thread_root": (previous or {}).get("thread_root") or uuid.uuid4().hex,
+            # (a restarted `InMemorySaver`, a deleted thread) begins another. A thread's first
+            # run takes `root`, the line of the thread's earlier checkpoints: a fork before
+            # the first question has no run state, yet left a branch.
+            "thread_root": (previous or {}).get("thread_root") or root or uuid.uuid4().hex,
             # Every episode of this line of runs carries its thread id and root (it began
             # with this version): the recall's window can leave out only the thread's own.
             "rooted": previous is None or bool(previous.get("rooted")),
@@ -498,7 +502,8 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         scope: MemoryScope,
         previous: Mapping[str, Any] | None,
     ) -> dict[str, Any]:
-        run, query = self._run(messages, scope, previous)
+        root = thread_root(self._run_key) if previous is None else None
+        run, query = self._run(messages, scope, previous, root)
         block = ""
         if query.strip() and self.memory is not None:
             try:
@@ -520,7 +525,8 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         scope: MemoryScope,
         previous: Mapping[str, Any] | None,
     ) -> dict[str, Any]:
-        run, query = self._run(messages, scope, previous)
+        root = await athread_root(self._run_key) if previous is None else None
+        run, query = self._run(messages, scope, previous, root)
         block = ""
         if query.strip() and self.memory is not None:
             try:
