@@ -336,7 +336,11 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         self._memory_tools = _tool_names(memory_tools, mode)
         self.recorder: EpisodeRecorder | None = (
             EpisodeRecorder(
-                self.memory, deferred=deferred, max_pending=max_pending, spill_path=spill_path
+                self.memory,
+                deferred=deferred,
+                max_pending=max_pending,
+                spill_path=spill_path,
+                on_written_later=self._forget_left_branches,
             )
             if self.memory is not None
             else None
@@ -794,6 +798,49 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
                 forgotten.add(point_id)
             if len(recent) < _BRANCH_WINDOW:
                 return
+
+    def _forget_left_branches(self, written: Sequence[ConversationEpisode]) -> None:
+        """Forget the branches runs stored later than recorded left, now that they are stored.
+
+        The recorder calls this in its writing thread once a write stored runs that waited
+        (the store failing when the run ended, a deferred write, or a restart): a fork's run
+        that waited kept the branch it left stored (`_forget_left_branch` never forgets before
+        the run is stored), and nothing else would forget it. For each thread line of the
+        write, its stored episodes from the first position the write holds on are of a branch
+        left behind: those recorded after the write's runs are in this write or later ones.
+        """
+        assert self.memory is not None  # episodes mode: the recorder's owner
+        store = self.memory.store
+        lines: dict[tuple[str, str, str, str, str], int] = {}
+        for episode in written:
+            thread = episode.metadata.get("thread_id")
+            root = episode.metadata.get("thread_root")
+            if not isinstance(thread, str) or not isinstance(root, str):
+                continue
+            line = (episode.user_id, episode.agent_id, episode.conversation_id, thread, root)
+            lines[line] = min(lines.get(line, episode.start_index), episode.start_index)
+        kept = {episode.point_id for episode in written}
+        for (user_id, agent_id, conversation_id, thread, root), first in lines.items():
+            while True:
+                recent = store.read_recent(
+                    _BRANCH_WINDOW,
+                    user_id=user_id,
+                    agent_id=agent_id,
+                    conversation_id=conversation_id,
+                )
+                left = [
+                    item["point_id"]
+                    for item in recent
+                    if item.get("metadata", {}).get("thread_id") == thread
+                    and item.get("metadata", {}).get("thread_root") == root
+                    and int(item.get("start_index", -1)) >= first
+                    and item["point_id"] not in kept
+                ]
+                for point_id in left:
+                    store.forget(point_id=point_id, user_id=user_id, agent_id=agent_id)
+                    kept.add(point_id)  # forgotten: not looked for again
+                if not left or len(recent) < _BRANCH_WINDOW:
+                    break
 
     def _ended(self, state: Mapping[str, Any]) -> dict[str, Any]:
         """The run state of the run in `state`, recorded: where it ends in the thread."""

@@ -109,6 +109,13 @@ class EpisodeRecorder:
             way) survive a restart or a killed process (a new recorder on it writes them);
             None keeps them in memory only, dropping the oldest beyond `max_pending`.
         deferred: Write in a background thread; `record` returns at once.
+        on_written_later: Called with the episodes a write stored, in the order they were
+            recorded, when some of them were stored later than their `record` call (the
+            store had failed, the write was deferred, or a previous recorder on the spill
+            file left them): what an adapter would have done once they were stored (a
+            LangGraph fork forgetting the branch it left) is done then, right after they
+            are stored and before the next write. Runs in the writing thread; what it
+            raises is logged, never raised.
     """
 
     def __init__(
@@ -118,8 +125,10 @@ class EpisodeRecorder:
         max_pending: int = 1000,
         spill_path: str | os.PathLike[str] | None = None,
         deferred: bool = False,
+        on_written_later: Callable[[Sequence[ConversationEpisode]], None] | None = None,
     ) -> None:
         self.memory = memory
+        self.on_written_later = on_written_later
         self.max_pending = require_int(
             "max_pending", max_pending, minimum=1, error=ConfigurationError
         )
@@ -640,6 +649,8 @@ class EpisodeRecorder:
             written, rejected = list(batch), list[ConversationEpisode]()
         written_ids = {ep.point_id for ep in written if ep.point_id is not None}
         with self._lock:
+            # Stored later than recorded: no `record` call is there to hear of them.
+            later = any(ep.point_id not in self._awaited for ep in written)
             self._counts["recorded"] += len(written_ids)
             for episode in written:
                 if episode.point_id in self._awaited:
@@ -660,6 +671,13 @@ class EpisodeRecorder:
             self._pending = queue
             # Those no longer queued were spilled meanwhile: out of the file too.
             self._forget_spilled(from_file + from_queue, [ep for ep in spilled if id(ep) in done])
+        if later and self.on_written_later is not None:
+            # Still holding the write lock: done before the next write, as if the episodes
+            # had been stored by their own calls.
+            try:
+                self.on_written_later(written)
+            except Exception:
+                logger.exception("on_written_later failed; the episodes are stored")
         return written_ids
 
     def _write_each(
