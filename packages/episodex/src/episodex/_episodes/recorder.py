@@ -140,7 +140,8 @@ class EpisodeRecorder:
         self._counts = {"recorded": 0, "write_failures": 0, "rejected": 0, "dropped": 0}
         self._recall_failures = 0
         self._last_error: str | None = None
-        self._spilled_seen = 0  # the spill file's count when it was last readable
+        # The spill file's episodes (their ids) when it was last readable.
+        self._spilled_seen: set[str | None] = set()
         # Spilled episodes stored (or refused) whose lines a failed rewrite left in the file,
         # as their lines (the version, not only the id): never written, counted or reported
         # pending again.
@@ -384,11 +385,14 @@ class EpisodeRecorder:
     def stats(self) -> RecorderStats:
         """Counters and the queue's size: the recorder's health."""
         with self._lock:
-            spilled = self._spilled_count()
+            spilled = self._spilled_ids()
+            # An episode recorded again under its id waits as several versions (queued, in
+            # the file, or both): one episode, counted once.
+            queued = {episode.point_id for episode in self._pending}
             return RecorderStats(
                 recorded=self._counts["recorded"],
-                pending=len(self._pending) + spilled,
-                spilled=spilled,
+                pending=len(queued | spilled),
+                spilled=len(spilled),
                 write_failures=self._counts["write_failures"],
                 rejected=self._counts["rejected"],
                 dropped=self._counts["dropped"],
@@ -535,26 +539,39 @@ class EpisodeRecorder:
             if fd >= 0:
                 os.close(fd)
 
-    def _spilled_count(self) -> int:
-        """The episodes waiting in the spill file; holds `_lock`.
+    def _spilled_ids(self) -> set[str | None]:
+        """The point ids of the episodes waiting in the spill file; holds `_lock`.
 
         Never raises: `stats()` and `flush()` run after the model answered. A file that cannot
         be read (an I/O error, a folder in its place) counts as it last did, and the error is
-        kept in `last_error`.
+        kept in `last_error`. A line that cannot be read counts as one episode of its own.
         """
         if self.spill_path is None:
-            return 0
+            return set()
         try:
             if not self.spill_path.exists():
-                self._spilled_seen = 0
-                return 0
+                self._spilled_seen = set()
+                return set()
+            seen: set[str | None] = set()
             with self.spill_path.open("rb") as fh:
-                self._spilled_seen = sum(
-                    1 for line in fh if line.strip() and not self._settled_line(line)
-                )
+                for number, line in enumerate(fh):
+                    if line.strip() and not self._settled_line(line):
+                        seen.add(self._line_id(line, number))
+            self._spilled_seen = seen
         except OSError as exc:
             self._spill_failed_locked("counting", exc)
         return self._spilled_seen
+
+    @staticmethod
+    def _line_id(line: bytes, number: int) -> str:
+        # Not a point id (a UUID): a line that cannot be read is an episode of its own.
+        unreadable = f"line {number}"
+        try:
+            data = read_json(line)
+        except ValueError:
+            return unreadable
+        point_id = data.get("point_id") if isinstance(data, dict) else None
+        return point_id if isinstance(point_id, str) else unreadable
 
     def _is_settled(self, episode: ConversationEpisode) -> bool:
         # The same episode, not only the same id: one recorded again under its id (a new
