@@ -15,6 +15,7 @@ from langchain_episodex._context import run_scope
 from langchain_episodex._documents import SECTIONS, episode_document
 from langchain_episodex._options import RECALL_OPTIONS, check_recall_options, core_memory
 from langchain_episodex._retriever_base import EpisodexRetriever
+from langchain_episodex._settings import id_field
 
 __all__ = ["SEARCH_TYPES", "EpisodicRetriever"]
 
@@ -94,6 +95,8 @@ class EpisodicRetriever(EpisodexRetriever):
 
     _unwrap = field_validator("memory", mode="before")(core_memory)
     _known = field_validator("recall_options")(check_recall_options)
+    # Checked when made: refused at every call, the id would fail every chain it feeds.
+    _ids = field_validator(*_IDS)(id_field)
 
     @field_validator("search_type", mode="before")
     @classmethod

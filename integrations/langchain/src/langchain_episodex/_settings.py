@@ -12,8 +12,9 @@ from collections.abc import Mapping
 from numbers import Integral
 
 from episodex import ConfigurationError, require_id
+from pydantic import ValidationInfo
 
-__all__ = ["check_ids", "check_max_tokens"]
+__all__ = ["check_ids", "check_max_tokens", "id_field"]
 
 
 def check_ids(ids: Mapping[str, object]) -> None:
@@ -21,6 +22,17 @@ def check_ids(ids: Mapping[str, object]) -> None:
     for name, value in ids.items():
         if value is not None:
             require_id(name, value, error=ConfigurationError)
+
+
+def id_field(value: str | None, info: ValidationInfo) -> str | None:
+    """A pydantic field validator: an id field (None: from the run) must meet the id rule.
+
+    For the adapters built as pydantic models (the retriever, the classic memory), which
+    otherwise refused a blank or too long id only when a chain ran.
+    """
+    if value is not None:
+        require_id(info.field_name or "id", value, error=ValueError)
+    return value
 
 
 def check_max_tokens(max_tokens: object) -> None:
