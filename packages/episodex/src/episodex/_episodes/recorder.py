@@ -34,7 +34,7 @@ from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from episodex._common.errors import ConfigurationError, EngineError, ValidationError
 from episodex._common.files import atomic_write
@@ -79,6 +79,29 @@ class RecorderStats:
 def _spill_line(episode: ConversationEpisode) -> str:
     """An episode as one line of the spill file."""
     return json.dumps(episode.model_dump(mode="json"), ensure_ascii=True) + "\n"
+
+
+def _spill_file(spill_path: object) -> Path | None:
+    """`spill_path` as a path (`ConfigurationError` for a value that is not a path, or blank).
+
+    Checked when the recorder is made: a number (a bare `TypeError` before) or a blank path
+    (the current folder, where no episode can wait) is a mistake, never a file. A folder in
+    the file's place is still taken: it may be made after the recorder, so every spill
+    handles it (the episodes wait in memory, and `stats().last_error` says why).
+    """
+    if spill_path is None:
+        return None
+    text = spill_path if isinstance(spill_path, str) else None
+    if isinstance(spill_path, os.PathLike):
+        named = os.fspath(cast("os.PathLike[Any]", spill_path))
+        text = named if isinstance(named, str) else None
+    if text is None:
+        raise ConfigurationError(
+            f"spill_path must be a file path (str or os.PathLike), got {type(spill_path).__name__}"
+        )
+    if not text.strip():
+        raise ConfigurationError("spill_path must name a file, got a blank path")
+    return Path(text)
 
 
 class EpisodeRecorder:
@@ -132,7 +155,7 @@ class EpisodeRecorder:
         self.max_pending = require_int(
             "max_pending", max_pending, minimum=1, error=ConfigurationError
         )
-        self.spill_path = Path(spill_path) if spill_path is not None else None
+        self.spill_path = _spill_file(spill_path)
         self.deferred = bool(deferred)
         self._pending: deque[ConversationEpisode] = deque()
         self._lock = threading.Lock()  # guards the queue, the spill file and the counters
