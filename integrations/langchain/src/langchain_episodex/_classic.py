@@ -26,7 +26,7 @@ from langchain_episodex._options import check_recall_options, core_memory
 from langchain_episodex._positions import Hold, scope_key, stored_length
 from langchain_episodex._pydantic import configuration_error
 from langchain_episodex._recall import arecall_block
-from langchain_episodex._settings import id_field
+from langchain_episodex._settings import id_field, key_field
 from langchain_episodex._summaries import (
     answer_value,
     exchange_episodes,
@@ -168,6 +168,8 @@ class EpisodicConversationMemory(BaseMemory):
     _known = field_validator("recall_options")(check_recall_options)
     # Checked when made: refused at every call, the id would fail every chain it is in.
     _ids = field_validator("user_id", "agent_id", "conversation_id")(id_field)
+    # No chain has a blank input or output key, nor a prompt such a variable.
+    _keys = field_validator("input_key", "output_key", "memory_key")(key_field)
 
     @property
     def memory_variables(self) -> list[str]:

@@ -14,7 +14,7 @@ from langchain_episodex._context import WHERE, run_scope
 from langchain_episodex._options import check_recall_options, core_memory
 from langchain_episodex._positions import exchange_slot, stored_length
 from langchain_episodex._recall import arecall_block, recall_block
-from langchain_episodex._settings import check_ids, check_max_tokens
+from langchain_episodex._settings import check_ids, check_key, check_max_tokens
 from langchain_episodex._summaries import (
     answer_value,
     exchange_episodes,
@@ -90,6 +90,7 @@ def recall_episodes(
     defaults = {"user_id": user_id, "agent_id": agent_id, "conversation_id": conversation_id}
     check_ids(defaults)
     check_max_tokens(max_tokens)
+    check_key("input_key", input_key)
 
     def query_of(value: Any) -> str:
         if isinstance(value, Mapping):

@@ -14,7 +14,7 @@ from numbers import Integral
 from episodex import ConfigurationError, require_id
 from pydantic import ValidationInfo
 
-__all__ = ["check_ids", "check_max_tokens", "id_field"]
+__all__ = ["check_ids", "check_key", "check_max_tokens", "id_field", "key_field"]
 
 
 def check_ids(ids: Mapping[str, object]) -> None:
@@ -32,6 +32,23 @@ def id_field(value: str | None, info: ValidationInfo) -> str | None:
     """
     if value is not None:
         require_id(info.field_name or "id", value, error=ValueError)
+    return value
+
+
+def check_key(name: str, value: object) -> str:
+    """A chain input, output or prompt variable key must be a non-blank string.
+
+    No chain has a blank key (nor a prompt such a variable): taken, every call would fail.
+    """
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigurationError(f"{name} must be a non-blank string, got {value!r:.80}")
+    return value
+
+
+def key_field(value: str | None, info: ValidationInfo) -> str | None:
+    """A pydantic field validator: `check_key` for a key field (None: worked out per call)."""
+    if value is not None and not value.strip():
+        raise ValueError(f"{info.field_name} must be a non-blank string")
     return value
 
 
