@@ -16,12 +16,13 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.config import get_config
+from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 
 logger = logging.getLogger("langchain_episodex")
 
-# LangGraph hands each node its graph's checkpointer under this configurable key (its
-# `CONFIG_KEY_CHECKPOINTER`); read defensively: without it the run begins a new line.
-_CHECKPOINTER_KEY = "__pregel_checkpointer"
+# LangGraph hands each node its graph's checkpointer under this configurable key (exported
+# by `langgraph.constants`); read defensively: without it the run begins a new line.
+_CHECKPOINTER_KEY: str = CONFIG_KEY_CHECKPOINTER
 
 #: The thread's newest checkpoints looked at: a fork's own run has written only a few yet.
 _LOOKED_AT = 64
