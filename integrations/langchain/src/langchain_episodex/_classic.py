@@ -18,7 +18,7 @@ from episodex import (
 )
 from episodex import EpisodicMemory as CoreMemory
 from langchain_core.messages import BaseMessage, SystemMessage
-from pydantic import ConfigDict, Field, PrivateAttr, field_validator
+from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_validator
 from pydantic import ValidationError as PydanticValidationError
 
 from langchain_episodex._context import run_scope
@@ -170,6 +170,12 @@ class EpisodicConversationMemory(BaseMemory):
     _ids = field_validator("user_id", "agent_id", "conversation_id")(id_field)
     # No chain has a blank input or output key, nor a prompt such a variable.
     _keys = field_validator("input_key", "output_key", "memory_key")(key_field)
+
+    @model_validator(mode="after")
+    def _weights_the_store_runs(self) -> EpisodicConversationMemory:
+        # Against this memory's store: weights it cannot run would fail every recall.
+        check_recall_options(self.recall_options, memory=self.memory)
+        return self
 
     @property
     def memory_variables(self) -> list[str]:

@@ -84,7 +84,7 @@ def recall_episodes(
     """
     core = _memory(memory)
     try:
-        options = check_recall_options(recall_options or {}, "recall_episodes")
+        options = check_recall_options(recall_options or {}, "recall_episodes", memory=core)
     except ValueError as exc:
         raise ConfigurationError(str(exc)) from None
     defaults = {"user_id": user_id, "agent_id": agent_id, "conversation_id": conversation_id}

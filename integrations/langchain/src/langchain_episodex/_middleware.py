@@ -376,7 +376,7 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         self.max_tokens = max_tokens
         try:
             self.recall_options = check_recall_options(
-                recall_options or {}, self.__class__.__name__
+                recall_options or {}, self.__class__.__name__, memory=self.memory
             )
         except ValueError as exc:
             raise ConfigurationError(str(exc)) from None

@@ -124,6 +124,16 @@ class EpisodicRetriever(EpisodexRetriever):
         return value
 
     @model_validator(mode="after")
+    def _weights_the_store_runs(self) -> EpisodicRetriever:
+        # What each call recalls with (search_kwargs win), against this memory's store:
+        # weights it cannot run would fail every call.
+        merged = {**self.recall_options, **self.search_kwargs}
+        check_recall_options(
+            {n: v for n, v in merged.items() if n in RECALL_OPTIONS}, memory=self.memory
+        )
+        return self
+
+    @model_validator(mode="after")
     def _threshold_given(self) -> EpisodicRetriever:
         threshold = self.search_kwargs.get("score_threshold", self.score_threshold)
         if self.search_type == "similarity_score_threshold" and threshold is None:

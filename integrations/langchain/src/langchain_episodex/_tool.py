@@ -149,7 +149,9 @@ def create_memory_search_tool(
         if not isinstance(value, str) or not value.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigurationError(f"{label} must be a non-empty string, got {value!r}")
     try:
-        options = check_recall_options(recall_options or {}, "create_memory_search_tool")
+        options = check_recall_options(
+            recall_options or {}, "create_memory_search_tool", memory=core
+        )
     except ValueError as exc:
         raise ConfigurationError(str(exc)) from None
     options.setdefault("previous_conversation_limit", k)

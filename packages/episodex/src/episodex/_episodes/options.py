@@ -2,13 +2,34 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, TypedDict, cast
+from collections.abc import Collection, Mapping
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from episodex._common.errors import ConfigurationError
 from episodex._common.validation import require_int, require_share, require_weight
 
-__all__ = ["INT_MINIMUMS", "RecallOptions", "check_recall_options", "validate_recall_options"]
+if TYPE_CHECKING:
+    from episodex._episodes.memory import EpisodicMemory, SyncEpisodicMemory
+
+__all__ = [
+    "DEFAULT_WEIGHTS",
+    "INT_MINIMUMS",
+    "LEARNED",
+    "STREAMS",
+    "RecallOptions",
+    "check_recall_options",
+    "validate_recall_options",
+    "weights_problem",
+]
+
+#: The five streams every recall may run (weighted by `<name>_weight`); the learned ones only
+#: on a store opened with SPLADE.
+STREAMS = ("short", "long", "bm25", "splade", "splade_short")
+#: The streams the learned sparse encoder adds: the joined summaries, and the short one alone.
+LEARNED = ("splade", "splade_short")
+#: Fusion weight of each stream unless a recall says otherwise (chosen on the LoCoMo dev split
+#: with leave-one-conversation-out checks; see benchmarks/README.md).
+DEFAULT_WEIGHTS = {"short": 0.05, "long": 0.05, "bm25": 0.3, "splade": 0.2, "splade_short": 0.2}
 
 
 class RecallOptions(TypedDict, total=False):
@@ -35,8 +56,8 @@ class RecallOptions(TypedDict, total=False):
     """Fusion weight of the BM25 sparse stream (default 0.3)."""
 
     splade_weight: float
-    """Fusion weight of the SPLADE learned sparse stream over both summaries (default 0.2;
-    ignored, as 0, by a store opened without the SPLADE streams).
+    """Fusion weight of the SPLADE learned sparse stream over both summaries (default 0.2; a
+    store opened without the SPLADE streams runs it at 0 and refuses a weight above 0).
 
     The default weights lean on the sparse streams: on the LoCoMo development split they
     were chosen with leave-one-conversation-out checks (see `benchmarks/README.md`); a stronger
@@ -44,8 +65,8 @@ class RecallOptions(TypedDict, total=False):
     """
 
     splade_short_weight: float
-    """Fusion weight of the SPLADE stream over the short summary alone (default 0.2; ignored,
-    as 0, by a store opened without the SPLADE streams)."""
+    """Fusion weight of the SPLADE stream over the short summary alone (default 0.2; a store
+    opened without the SPLADE streams runs it at 0 and refuses a weight above 0)."""
 
     dated_weight: float
     """Fusion weight of the `dated` stream (default 0.3; 0 turns it off).
@@ -136,8 +157,34 @@ def check_recall_options(options: Mapping[str, Any], *, where: str = "recall") -
         )
 
 
+def weights_problem(options: Mapping[str, Any], streams: Collection[str] | None) -> str | None:
+    """Why a recall with `options` would run no stream, or None: the one rule of `recall`.
+
+    Every `<stream>_weight` of `STREAMS` left at 0 (given as 0, or not a stream of the store)
+    leaves a recall nothing to search, and a SPLADE weight above 0 on a store without the
+    SPLADE streams is a mistake. `streams` are the store's streams (of `STREAMS`), or None when
+    not known: then only what no store could run is a problem. The weights must have been
+    checked (finite numbers >= 0).
+    """
+    if streams is not None:
+        for name in LEARNED:
+            if name not in streams and options.get(f"{name}_weight"):
+                return (
+                    f"{name}_weight is above 0 but this store has no SPLADE streams: run "
+                    f"`episodex reindex` to add them, or leave {name}_weight out"
+                )
+    known = STREAMS if streams is None else tuple(s for s in STREAMS if s in streams)
+    if not any(options.get(f"{name}_weight", DEFAULT_WEIGHTS[name]) for name in known):
+        names = ", ".join(f"{name}_weight" for name in known)
+        return f"{names} are all 0: give at least one a weight > 0"
+    return None
+
+
 def validate_recall_options(
-    options: Mapping[str, Any] | None, *, owner: str | None = None
+    options: Mapping[str, Any] | None,
+    *,
+    owner: str | None = None,
+    memory: EpisodicMemory | SyncEpisodicMemory | None = None,
 ) -> RecallOptions:
     """The recall options an adapter was given, as a new dict; the one check every adapter uses.
 
@@ -147,11 +194,15 @@ def validate_recall_options(
     Args:
         options: The options, or None for none.
         owner: What was given them (a class or function name), to start the error message.
+        memory: The memory they will recall from, if known: the weights are then checked
+            against its store's streams too (a SPLADE weight on a store without SPLADE).
 
     Raises:
         ConfigurationError: `options` is not a mapping, names an option recall lacks, or
             gives one a value recall refuses (a negative limit, a weight that is not a
-            finite number >= 0, a `with_stream_ranks` that is not a bool).
+            finite number >= 0, a `with_stream_ranks` that is not a bool), or weights that
+            leave the recall no stream to run (every stream's weight 0, or a SPLADE weight
+            above 0 for a store without SPLADE), which `recall` refuses at every call.
     """
     where = f"{owner}: " if owner else ""
     if options is None:
@@ -171,7 +222,22 @@ def validate_recall_options(
     # turn memory off for good, logged as an outage rather than reported as a mistake.
     for name, value in options.items():
         _check_value(str(name), value, where)
+    problem = weights_problem(options, _streams_of(memory))
+    if problem is not None:
+        raise ConfigurationError(f"{where}{problem}")
     return cast(RecallOptions, dict(options))
+
+
+def _streams_of(memory: EpisodicMemory | SyncEpisodicMemory | None) -> tuple[str, ...] | None:
+    """The streams of `memory`'s store; None without a memory (or for another object)."""
+    # Imported here: the memory module imports this one (through the store).
+    from episodex._episodes.memory import EpisodicMemory, SyncEpisodicMemory
+
+    if isinstance(memory, SyncEpisodicMemory):
+        memory = memory.memory
+    if isinstance(memory, EpisodicMemory):
+        return memory.store.streams
+    return None
 
 
 #: The least value of each integer option; `recall` and the adapters' checks both read it.

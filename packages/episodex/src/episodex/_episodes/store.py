@@ -74,10 +74,14 @@ from episodex._episodes.model import (
     readable,
 )
 from episodex._episodes.options import (
+    DEFAULT_WEIGHTS,
     INT_MINIMUMS,
+    LEARNED,
+    STREAMS,
     RecallOptions,
     check_recall_options,
     seen_metadata_problem,
+    weights_problem,
 )
 from episodex._episodes.periods import named_period, period_filter
 from episodex._episodes.transfer import ImportReport
@@ -95,12 +99,6 @@ BM25_REINDEX_ADVICE = (
     "to change them, re-index it: `EpisodicMemory(<path>, bm25=Bm25Encoder(...), "
     "for_reindex=True)` then `await memory.reindex()`"
 )
-STREAMS = ("short", "long", "bm25", "splade", "splade_short")
-#: The streams the learned sparse encoder adds: the joined summaries, and the short one alone.
-LEARNED = ("splade", "splade_short")
-#: Fusion weight of each stream unless a recall says otherwise (chosen on the LoCoMo dev split
-#: with leave-one-conversation-out checks; see benchmarks/README.md).
-DEFAULT_WEIGHTS = {"short": 0.05, "long": 0.05, "bm25": 0.3, "splade": 0.2, "splade_short": 0.2}
 #: Reciprocal Rank Fusion constant unless a recall says otherwise (chosen with the weights).
 DEFAULT_RRF_K = 20
 #: Fusion weight of the `dated` stream when a query names a period (chosen the same way).
@@ -808,17 +806,13 @@ class EpisodeStore:
             )
             for name in STREAMS
         }
-        if self.splade is None:
-            for name in LEARNED:
-                if options.get(f"{name}_weight"):
-                    raise ValidationError(
-                        f"{name}_weight is above 0 but this store has no SPLADE streams: run "
-                        f"`episodex reindex` to add them, or leave {name}_weight out"
-                    )
+        # The one rule the adapters' `validate_recall_options(memory=...)` applies too.
+        problem = weights_problem(options, self.streams)
+        if problem is not None:
+            raise ValidationError(problem)
+        for name in STREAMS:
+            if name not in self.streams:
                 weights[name] = 0.0
-        if not any(weights.values()):
-            names = ", ".join(f"{s}_weight" for s in self.streams)
-            raise ValidationError(f"{names} are all 0: give at least one a weight > 0")
         # The streams that join only when the query names a period or a speaker.
         extra = {"dated": DEFAULT_DATED_WEIGHT, **DEFAULT_SPEAKER_WEIGHTS}
         for name, default in extra.items():

@@ -8,7 +8,13 @@ from typing import Any
 
 from pydantic import ValidationError as PydanticValidationError
 
-from episodex import ConfigurationError, RecallOptions, validate_recall_options
+from episodex import (
+    ConfigurationError,
+    EpisodicMemory,
+    RecallOptions,
+    SyncEpisodicMemory,
+    validate_recall_options,
+)
 from episodex import require_id as check_id
 
 __all__ = ["RECALL_OPTIONS", "check_recall_options", "configuration_errors", "require_id"]
@@ -22,12 +28,19 @@ def require_id(name: str, value: object) -> str:
     return check_id(name, value, error=ConfigurationError)
 
 
-def check_recall_options(options: Mapping[str, Any], owner: str | None = None) -> dict[str, Any]:
+def check_recall_options(
+    options: Mapping[str, Any],
+    owner: str | None = None,
+    *,
+    memory: EpisodicMemory | SyncEpisodicMemory | None = None,
+) -> dict[str, Any]:
     """A copy of `options`, by the core's one check (`ConfigurationError` for an unknown key).
 
-    A limit given here wins over the adapter's own limit setting.
+    With `memory`, weights its store cannot run (every stream at 0, a SPLADE weight on a store
+    without SPLADE) are refused too. A limit given here wins over the adapter's own limit
+    setting.
     """
-    return dict(validate_recall_options(options, owner=owner))
+    return dict(validate_recall_options(options, owner=owner, memory=memory))
 
 
 @contextlib.contextmanager

@@ -27,7 +27,7 @@ from llama_index.memory.episodex._messages import (
 from llama_index.memory.episodex._resume import READ_WINDOW, recorded_overlap
 from llama_index.memory.episodex._turns import Turn
 from llama_index.memory.episodex._waiting import WaitingFile, waiting_path
-from pydantic import ConfigDict, Field, PrivateAttr, field_validator
+from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from episodex import (
     DEFAULT_ENCODING,
@@ -306,6 +306,15 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
             return check_recall_options(value)
         except ConfigurationError as exc:
             raise ValueError(str(exc)) from None
+
+    @model_validator(mode="after")
+    def _weights_the_store_runs(self) -> EpisodicMemoryBlock:
+        # Against this memory's store: weights it cannot run would fail every recall.
+        try:
+            check_recall_options(self.recall_options, memory=self.memory)
+        except ConfigurationError as exc:
+            raise ValueError(str(exc)) from None
+        return self
 
     @field_validator("conversation_id")
     @classmethod

@@ -223,7 +223,7 @@ class EpisodicRetriever(BaseRetriever):
                 "same_conversation_limit", same_conversation_limit, similarity_top_k, 5
             ),
             # The same RecallOptions as every adapter; a limit given there wins.
-            **check_recall_options(recall_options or {}),
+            **check_recall_options(recall_options or {}, memory=memory),
         }
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 

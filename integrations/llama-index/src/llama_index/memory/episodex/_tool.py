@@ -117,7 +117,7 @@ def create_memory_search_tool(
         "same_conversation_limit": limit if conversation is not None else 0,
         # The tool answers with a prompt block, which never shows which streams found an episode.
         "with_stream_ranks": False,
-        **check_recall_options(recall_options or {}),
+        **check_recall_options(recall_options or {}, memory=core),
     }
 
     # A model adds arguments a search tool does not have (`limit`, `top_k`, a `user_id`) or
