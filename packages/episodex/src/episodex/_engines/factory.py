@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
-from typing import Any, TypedDict, Unpack
+from typing import Any, TypedDict, Unpack, cast
 
 from episodex._common.errors import ConfigurationError
 from episodex._engines.base import Engine
 
-__all__ = ["EngineOptions", "check_engine_options", "open_engine"]
+__all__ = ["EngineOptions", "check_engine_options", "open_engine", "store_path"]
 
 
 class EngineOptions(TypedDict, total=False):
@@ -67,6 +68,27 @@ def check_engine_options(options: Mapping[str, object], where: str) -> None:
     unknown = sorted(set(options) - EngineOptions.__optional_keys__)
     if unknown:
         raise TypeError(f"{where}() got unexpected keyword argument(s) {unknown}")
+
+
+def store_path(path: object) -> str | None:
+    """`path=` as the text of a folder path; None when left out.
+
+    Anything but text or an `os.PathLike` naming text is refused: `str()` of another object
+    (an open memory passed where a path goes, a number) would name a new folder after it and
+    open an empty store there, silently.
+    """
+    if path is None:
+        return None
+    if isinstance(path, str):
+        return path
+    if isinstance(path, os.PathLike):
+        named = os.fspath(cast("os.PathLike[str] | os.PathLike[bytes]", path))
+        if isinstance(named, str):
+            return named
+    raise ConfigurationError(
+        f"path= must be a folder path (str or os.PathLike), got {type(path).__name__}; to use an "
+        "open memory, pass it as memory="
+    )
 
 
 def open_engine(*, path: str | None = None, **options: Unpack[EngineOptions]) -> Engine:

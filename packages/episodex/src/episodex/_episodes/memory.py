@@ -16,7 +16,12 @@ from episodex._embedders.base import Embedder
 from episodex._embedders.resolve import resolve_embedder
 from episodex._embedders.splade import SpladeEncoder, default_splade
 from episodex._engines.base import Engine
-from episodex._engines.factory import EngineOptions, check_engine_options, open_engine
+from episodex._engines.factory import (
+    EngineOptions,
+    check_engine_options,
+    open_engine,
+    store_path,
+)
 from episodex._engines.sparse import Bm25Encoder, require_bm25
 from episodex._episodes.block import format_recall
 from episodex._episodes.model import ConversationEpisode
@@ -116,6 +121,7 @@ class EpisodicMemory:
         **options: Unpack[EngineOptions],
     ) -> None:
         check_engine_options(options, "EpisodicMemory")
+        folder = store_path(path)
         if not isinstance(splade, SpladeEncoder | bool):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigurationError(
                 f"splade must be True, False or a SpladeEncoder, got {type(splade).__name__}"
@@ -125,11 +131,11 @@ class EpisodicMemory:
         self.embedder: Embedder = resolve_embedder(embedder)
         # Given but empty ("", an unset variable read as "") is not left out: it must not open
         # the default store instead of the one meant (open_engine refuses it by name).
-        places = (path, options.get("url"), options.get("location"))
+        places = (folder, options.get("url"), options.get("location"))
         if engine is None:
             if all(place is None for place in places):
-                path = default_store_path()
-            engine = open_engine(path=str(path) if path is not None else None, **options)
+                folder = str(default_store_path())
+            engine = open_engine(path=folder, **options)
             self._owns_engine = True
         else:
             if any(place is not None for place in places):

@@ -33,7 +33,12 @@ from episodex._engines.collection import (
     tombstone,
     upsert_or_take_back,
 )
-from episodex._engines.factory import EngineOptions, check_engine_options, open_engine
+from episodex._engines.factory import (
+    EngineOptions,
+    check_engine_options,
+    open_engine,
+    store_path,
+)
 from episodex._engines.locks import write_lock
 from episodex._engines.plan import (
     CollectionSpec,
@@ -135,6 +140,7 @@ class QdrantTaskStore(BaseMemoryStore):
         from episodex._embedders.resolve import resolve_embedder
 
         check_engine_options(options, "QdrantTaskStore")
+        folder = store_path(path)
         try:
             self.tenant: Tenant = tenant_arg(user_id, agent_id)
         except ValidationError as exc:
@@ -174,7 +180,7 @@ class QdrantTaskStore(BaseMemoryStore):
         self._owns_engine = engine is None
         self._closed = False
         if engine is None:
-            engine = open_engine(path=os.fspath(path) if path is not None else None, **options)
+            engine = open_engine(path=folder, **options)
         self.engine: Engine = engine
         self.collection = collection
         where = f"the task episode collection {collection!r}"
