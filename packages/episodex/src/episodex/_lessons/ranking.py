@@ -114,7 +114,9 @@ def rank_lessons(
         env = jaccard(memory.env_pre, current_env)
         if env >= env_threshold:
             scored.append((env, memory))
-    scored.sort(key=lambda pair: (-pair[0], -pair[1].rep, pair[1].step_num))
+    # The point id last: candidates come in the engine's scan order, which two reads of the
+    # same data need not share, and equal lessons must not swap places between them.
+    scored.sort(key=lambda pair: (-pair[0], -pair[1].rep, pair[1].step_num, pair[1].id))
     ranked: list[RetrievedLesson] = []
     for env, memory in scored[:top_k]:
         state = 0.0
@@ -123,7 +125,9 @@ def rank_lessons(
             if vec is not None and vec.shape == query.shape:
                 state = float(np.clip(vec @ query, -1.0, 1.0))
         ranked.append(RetrievedLesson(memory, env, state, env_weight * env + state_weight * state))
-    ranked.sort(key=lambda r: (-r.score, -r.env_score, -r.memory.rep, r.memory.step_num))
+    ranked.sort(
+        key=lambda r: (-r.score, -r.env_score, -r.memory.rep, r.memory.step_num, r.memory.id)
+    )
 
     unique: list[RetrievedLesson] = []
     seen: set[tuple[str, str, str]] = set()

@@ -224,11 +224,12 @@ def _restored(hits: Sequence[Hit]) -> list[Point]:
 def in_order(memories: list[StepMemory]) -> list[StepMemory]:
     """Steps sorted as a session's steps are read back."""
     # By rep, then run by run (two attempts started before either was stored share a rep:
-    # by step number alone their steps interleaved), in the order the runs began.
+    # by step number alone their steps interleaved), in the order the runs began; the point
+    # id last, so steps equal in all of these do not come out in the engine's scan order.
     began: dict[str, datetime] = {}
     for m in memories:
         began[m.run_id] = min(began.get(m.run_id, m.created_at), m.created_at)
-    memories.sort(key=lambda m: (m.rep, began[m.run_id], m.run_id, m.step_num, m.created_at))
+    memories.sort(key=lambda m: (m.rep, began[m.run_id], m.run_id, m.step_num, m.created_at, m.id))
     return memories
 
 
