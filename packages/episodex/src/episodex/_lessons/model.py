@@ -27,6 +27,7 @@ from pydantic import (
     model_validator,
 )
 
+from episodex._common.errors import ValidationError
 from episodex._common.model import (
     FrozenModel,
     Id,
@@ -36,6 +37,7 @@ from episodex._common.model import (
     UtcDatetime,
     UuidStr,
 )
+from episodex._common.validation import is_finite
 
 __all__ = [
     "ActionParts",
@@ -283,6 +285,26 @@ class RetrievedLesson:
     env_score: float
     state_score: float
     score: float
+
+    def __post_init__(self) -> None:
+        # Checked as every model is: a NaN score ranked anywhere and read "nan%" in the block.
+        if not isinstance(self.memory, StepMemory):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValidationError(f"memory must be a StepMemory, got {type(self.memory).__name__}")
+        for name, low, high in (
+            ("env_score", 0.0, 1.0),
+            ("state_score", -1.0, 1.0),
+            ("score", -math.inf, math.inf),
+        ):
+            value: object = getattr(self, name)
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not is_finite(value)
+                or not low <= value <= high
+            ):
+                span = "a finite number" if name == "score" else f"a number in [{low:g}, {high:g}]"
+                raise ValidationError(f"{name} must be {span}, got {value!r:.60}")
+            object.__setattr__(self, name, float(value))
 
     @property
     def kind(self) -> LessonKind:

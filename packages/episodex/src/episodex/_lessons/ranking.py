@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from typing import Any, TypedDict
 
@@ -105,6 +106,12 @@ def rank_lessons(
     final_k = require_int("final_k", final_k, minimum=0)
     env_weight = require_weight("env_weight", env_weight)
     state_weight = require_weight("state_weight", state_weight)
+    if not math.isfinite(env_weight + state_weight):
+        # Each finite, but a score of both overflowed to infinity and every lesson tied.
+        raise ValidationError(
+            f"env_weight + state_weight must be a finite number, got {env_weight!r} + "
+            f"{state_weight!r}; scale both down (only their ratio matters to the order)"
+        )
     query = _unit(np.asarray(state_vector, dtype=np.float64))
 
     scored: list[tuple[float, StepMemory]] = []
