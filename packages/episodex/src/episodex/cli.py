@@ -18,10 +18,11 @@ import io
 import json
 import os
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from episodex._cli.render import recall_lines, stats_table
 from episodex._common.errors import (
@@ -37,6 +38,7 @@ from episodex._episodes.options import RecallOptions
 
 if TYPE_CHECKING:
     from episodex._episodes.memory import EpisodicMemory
+    from episodex._episodes.model import ConversationEpisode
     from episodex._episodes.transfer import ImportReport
 
 __all__ = ["main"]
@@ -273,13 +275,17 @@ def _open(args: argparse.Namespace) -> EpisodicMemory:
     return EpisodicMemory(path=path, **options)
 
 
+def _stdin() -> IO[str]:
+    if sys.stdin is None:  # started with stdin closed (`<&-`)
+        raise ValidationError(
+            "stdin is closed; pipe the input in, or give a file name instead of '-'"
+        )
+    return sys.stdin
+
+
 def _read_bytes(name: str) -> bytes:
     if name == "-":
-        if sys.stdin is None:  # started with stdin closed (`<&-`)
-            raise ValidationError(
-                "stdin is closed; pipe the input in, or give a file name instead of '-'"
-            )
-        buffer = getattr(sys.stdin, "buffer", None)
+        buffer = getattr(_stdin(), "buffer", None)
         if buffer is not None:
             return buffer.read()
         # A text stream put in place of stdin (an embedding program, a test).
@@ -377,8 +383,8 @@ def _episode_fields(args: argparse.Namespace) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if v is not None}
 
 
-async def _import(args: argparse.Namespace, mem: EpisodicMemory, data: bytes) -> None:
-    total = sum(1 for line in data.split(b"\n") if line.strip())
+async def _import(args: argparse.Namespace, mem: EpisodicMemory, source: _Source) -> None:
+    total = source.episodes
     with _progress(args, total, "importing") as bar:
 
         def progress(done: int) -> None:
@@ -386,7 +392,7 @@ async def _import(args: argparse.Namespace, mem: EpisodicMemory, data: bytes) ->
 
         job = asyncio.ensure_future(
             mem.import_(
-                io.BytesIO(data),
+                source.open(),
                 errors="skip" if args.skip_errors else "strict",
                 on_progress=progress,
             )
@@ -407,7 +413,60 @@ def _report_import(args: argparse.Namespace, report: ImportReport) -> None:
         sys.stderr.write(f"skipped line {line}: {why}\n")
 
 
-def _check_import(args: argparse.Namespace, data: bytes) -> ImportReport | None:
+class _Source:
+    """The file to import, read a chunk at a time (twice: checked, then imported).
+
+    Standard input is copied to a temporary file as it is read: it can be read only once.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.episodes = 0  # valid episodes found by the check
+        self._path: Path | None = None
+        self._spool: IO[bytes] | None = None
+        if name != "-":
+            path = Path(name)
+            if path.is_dir():
+                raise ValidationError(f"{name} is a folder; give the path of a JSONL file")
+            try:
+                with path.open("rb"):
+                    pass
+            except FileNotFoundError:
+                raise ValidationError(f"{name}: no such file") from None
+            except OSError as exc:
+                raise ValidationError(f"cannot read {name}: {exc.strerror or exc}") from None
+            self._path = path
+            return
+        from episodex._episodes import transfer
+
+        stdin = _stdin()
+        spool = tempfile.TemporaryFile()  # closed by close()
+        try:
+            buffer: IO[bytes] | None = getattr(stdin, "buffer", None)
+            while chunk := (
+                buffer.read(transfer.READ_CHUNK)
+                if buffer is not None
+                # A text stream put in place of stdin (an embedding program, a test).
+                else stdin.read(transfer.READ_CHUNK).encode("utf-8", "surrogateescape")
+            ):
+                spool.write(chunk)
+        except BaseException:
+            spool.close()
+            raise
+        self._spool = spool
+
+    def open(self) -> Path | IO[bytes]:
+        if self._spool is None:
+            assert self._path is not None
+            return self._path
+        self._spool.seek(0)
+        return self._spool
+
+    def close(self) -> None:
+        if self._spool is not None:
+            self._spool.close()
+
+
+def _check_import(args: argparse.Namespace, source: _Source) -> ImportReport | None:
     """The file read before the store is opened (and so made, at a new path).
 
     A strict import's bad lines raise. A file with no episode to import (empty, blank, or
@@ -416,9 +475,10 @@ def _check_import(args: argparse.Namespace, data: bytes) -> ImportReport | None:
     """
     from episodex._episodes.transfer import bad_file_error, read_records
 
-    valid, _, report = read_records(io.BytesIO(data))
+    valid, _, report = read_records(source.open())
     if report.skipped and not args.skip_errors:
         raise _cli_advice(bad_file_error(report.skipped))
+    source.episodes = len(valid)
     return None if valid else report
 
 
@@ -546,9 +606,19 @@ async def _command(args: argparse.Namespace) -> int:
         if args.command == "add"
         else None
     )
-    data = _read_bytes(args.file) if args.command == "import" else b""
-    if args.command == "import":
-        nothing = _check_import(args, data)
+    source = _Source(args.file) if args.command == "import" else None
+    try:
+        return await _run(args, episode, source)
+    finally:
+        if source is not None:
+            source.close()
+
+
+async def _run(
+    args: argparse.Namespace, episode: ConversationEpisode | None, source: _Source | None
+) -> int:
+    if source is not None:
+        nothing = _check_import(args, source)
         if nothing is not None:
             _report_import(args, nothing)
             return EXIT_OK
@@ -557,8 +627,8 @@ async def _command(args: argparse.Namespace) -> int:
         if episode is not None:
             (point_id,) = await mem.memorize_many([episode])
             _write(_dump({"point_id": point_id}) if args.json else point_id)
-        elif args.command == "import":
-            await _import(args, mem, data)
+        elif source is not None:
+            await _import(args, mem, source)
         elif args.command == "stats":
             stats = await mem.stats(user_id=args.user, agent_id=args.agent)
             _write(_dump(stats) if args.json else "\n".join(stats_table(stats)))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import codecs
 import io
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
@@ -107,28 +107,7 @@ def read_records(
     """
     if not isinstance(source, str | Path) and not callable(getattr(source, "read", None)):
         raise ValidationError(f"import_ reads a path or an open file, got {type(source).__name__}")
-    # Records end at "\n" only: str.splitlines() would also cut at U+2028 or U+0085,
-    # which json.dumps(ensure_ascii=False) leaves unescaped inside a summary.
-    lines: list[str] | list[bytes]
-    if isinstance(source, str | Path):
-        try:
-            lines = without_bom(Path(source).read_bytes()).split(b"\n")
-        except OSError as exc:
-            raise ValidationError(
-                f"cannot read the import file {source}: {exc.strerror or exc}; give the path "
-                "of a JSONL file written by export"
-            ) from exc
-    else:
-        content = source.read()
-        if not isinstance(content, str | bytes):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ValidationError(
-                f"import_ reads a file of text or bytes, but read() gave {type(content).__name__}"
-            )
-        lines = (
-            without_bom(content).split(b"\n")
-            if isinstance(content, bytes)
-            else without_bom(content).split("\n")
-        )
+    lines = _lines(source)
     report = ImportReport()
     valid: list[ConversationEpisode] = []
     numbers: list[int] = []
@@ -170,6 +149,78 @@ def read_records(
         valid.append(episode)
         numbers.append(number)
     return valid, numbers, report
+
+
+#: How much of an import file is read at a time: the file is never held whole, only the
+#: records read from it (and the line being read).
+READ_CHUNK = 1 << 16
+
+
+def _lines(source: str | Path | IO[str] | IO[bytes]) -> Iterator[str | bytes]:
+    r"""The lines of `source`, cut at "\n" only, read `READ_CHUNK` at a time.
+
+    Records end at "\n" only: str.splitlines() would also cut at U+2028 or U+0085, which
+    json.dumps(ensure_ascii=False) leaves unescaped inside a summary.
+    """
+    if not isinstance(source, str | Path):
+        yield from _split(source.read, None)
+        return
+    try:
+        fh = Path(source).open("rb")  # closed below, after the last line
+    except OSError as exc:
+        raise _unreadable(source, exc) from exc
+    with fh:
+        yield from _split(fh.read, source)
+
+
+def _unreadable(source: str | Path, exc: OSError) -> ValidationError:
+    return ValidationError(
+        f"cannot read the import file {source}: {exc.strerror or exc}; give the path "
+        "of a JSONL file written by export"
+    )
+
+
+def _chunks(read: Callable[..., object], path: str | Path | None) -> Iterator[object]:
+    """What `read` gives, `READ_CHUNK` at a time, up to and with the empty end."""
+    try:
+        try:
+            chunk = read(READ_CHUNK)
+        except TypeError:
+            yield read()  # a reader without a size argument: read whole, as before
+            return
+        while True:
+            yield chunk
+            if not chunk:
+                return
+            chunk = read(READ_CHUNK)
+    except OSError as exc:
+        if path is None:
+            raise
+        raise _unreadable(path, exc) from exc
+
+
+def _split(read: Callable[..., object], path: str | Path | None) -> Iterator[str | bytes]:
+    pieces: list[Any] = []  # the line read so far, not yet ended by "\n"
+    kind: type[str] | type[bytes] | None = None
+    first = True
+    for chunk in _chunks(read, path):
+        if not isinstance(chunk, str | bytes):
+            raise ValidationError(
+                f"import_ reads a file of text or bytes, but read() gave {type(chunk).__name__}"
+            )
+        if kind is None:
+            kind = type(chunk)
+        elif not isinstance(chunk, kind):
+            raise ValidationError("import_ reads a file of text or bytes, not both")
+        parts: list[Any] = chunk.split(b"\n") if isinstance(chunk, bytes) else chunk.split("\n")
+        for part in parts[:-1]:
+            line = kind().join([*pieces, part])
+            pieces = []
+            yield without_bom(line) if first else line
+            first = False
+        pieces.append(parts[-1])
+    line = (kind or bytes)().join(pieces)
+    yield without_bom(line) if first else line
 
 
 def import_(
