@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
+from episodex._common.errors import ValidationError
 from episodex._episodes.block import format_recall
 from episodex._episodes.memory import EpisodicMemory
 
@@ -158,9 +159,22 @@ def _streams(item: dict[str, Any]) -> str:
 
 async def run_demo(path: str | Path | None = None, *, out: TextIO) -> int:
     """Run the demo on the embedded store at `path` (a temporary folder by default)."""
+    if path is not None:
+        _require_new_folder(Path(path))
     with tempfile.TemporaryDirectory(prefix="episodex-demo-") as tmp:
         folder = Path(path) if path is not None else Path(tmp) / "memory"
         return await _run(folder, out)
+
+
+def _require_new_folder(folder: Path) -> None:
+    # The demo's episodes are of made-up users: written into a store (the user's own, or one
+    # an earlier demo kept), they would join a real user's of the same name, and every rerun
+    # would double them.
+    if folder.is_dir() and any(folder.iterdir()):
+        raise ValidationError(
+            f"{folder} is not empty; give demo --keep a new or empty folder, so its made-up "
+            "episodes go into a store of their own"
+        )
 
 
 async def _run(folder: Path, out: TextIO) -> int:

@@ -150,7 +150,9 @@ def _parser() -> argparse.ArgumentParser:
 
     demo = command("demo", "memorize a support bot's episodes and recall them")
     demo.add_argument(
-        "--keep", metavar="DIR", help="keep the demo store in DIR instead of a temp folder"
+        "--keep",
+        metavar="DIR",
+        help="keep the demo store in DIR (a new or empty folder) instead of a temp folder",
     )
 
     def ids(p: argparse.ArgumentParser, *, conversation: bool = False) -> None:
