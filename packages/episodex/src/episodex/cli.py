@@ -475,13 +475,15 @@ def _check_import(args: argparse.Namespace, source: _Source) -> ImportReport | N
     only bad lines with --skip-errors) gives its report: the store is then not opened at all.
     Returns None when there are episodes to import.
     """
-    from episodex._episodes.transfer import bad_file_error, read_records
+    from episodex._episodes.transfer import bad_file_error, count_records
 
-    valid, _, report = read_records(source.open())
+    # Counted, not kept: the import reads the file again, and the check need not hold every
+    # episode of it at once.
+    episodes, report = count_records(source.open())
     if report.skipped and not args.skip_errors:
         raise _cli_advice(bad_file_error(report.skipped))
-    source.episodes = len(valid)
-    return None if valid else report
+    source.episodes = episodes
+    return None if episodes else report
 
 
 def _cli_advice(exc: ImportFileError) -> ImportFileError:

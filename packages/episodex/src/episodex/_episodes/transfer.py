@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ImportReport",
     "bad_file_error",
+    "count_records",
     "episode_record",
     "export",
     "import_",
@@ -102,17 +103,39 @@ def read_records(
 
     Returns the valid episodes, the line number of each, and a report whose `skipped` lists
     every bad line (`import_` adds the lines naming an id another tenant owns, which takes a
-    store to find). `episodex import` reads the file with this before it opens, so a file with
-    a bad line leaves no new store behind.
+    store to find).
     """
-    if not isinstance(source, str | Path) and not callable(getattr(source, "read", None)):
-        raise ValidationError(f"import_ reads a path or an open file, got {type(source).__name__}")
-    lines = _lines(source)
     report = ImportReport()
     valid: list[ConversationEpisode] = []
     numbers: list[int] = []
+    for number, episode in _checked_records(source, report, user_id=user_id, agent_id=agent_id):
+        valid.append(episode)
+        numbers.append(number)
+    return valid, numbers, report
+
+
+def count_records(source: str | Path | IO[str] | IO[bytes]) -> tuple[int, ImportReport]:
+    """How many valid episodes a JSONL export holds, and its bad lines, as `read_records`.
+
+    Each episode is let go once checked: `episodex import` counts the file with this before
+    it opens the store, so a file with a bad line leaves no new store behind.
+    """
+    report = ImportReport()
+    return sum(1 for _ in _checked_records(source, report)), report
+
+
+def _checked_records(
+    source: str | Path | IO[str] | IO[bytes],
+    report: ImportReport,
+    *,
+    user_id: str | None = None,
+    agent_id: str | None = None,
+) -> Iterator[tuple[int, ConversationEpisode]]:
+    """Each valid episode of `source` with its line number; each bad line goes to `report`."""
+    if not isinstance(source, str | Path) and not callable(getattr(source, "read", None)):
+        raise ValidationError(f"import_ reads a path or an open file, got {type(source).__name__}")
     first_line: dict[str, int] = {}  # point id -> the line that named it first
-    for number, raw in enumerate(lines, start=1):
+    for number, raw in enumerate(_lines(source), start=1):
         try:
             line = raw.decode("utf-8") if isinstance(raw, bytes) else raw
         except UnicodeDecodeError as exc:
@@ -146,9 +169,7 @@ def read_records(
                     (number, f"point_id {episode.point_id!r} is already on line {earlier}")
                 )
                 continue
-        valid.append(episode)
-        numbers.append(number)
-    return valid, numbers, report
+        yield number, episode
 
 
 #: How much of an import file is read at a time: the file is never held whole, only the
