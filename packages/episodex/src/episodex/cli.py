@@ -22,7 +22,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, cast
+from typing import IO, TYPE_CHECKING, Any, TypeVar, cast
 
 from episodex._cli.render import recall_lines, stats_table
 from episodex._common.errors import (
@@ -45,6 +45,8 @@ __all__ = ["main"]
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_LOCKED = 0, 1, 2, 3, 4
 EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 130, 141
+
+R = TypeVar("R")
 
 #: Commands that only read or delete: on a folder without a store they exit 3, creating nothing.
 _NEEDS_STORE = frozenset({"recall", "export", "stats", "forget", "reindex"})
@@ -400,7 +402,9 @@ async def _import(args: argparse.Namespace, mem: EpisodicMemory, source: _Source
             )
         )
         try:
-            report = await _outlive_interrupt(job)
+            report = await _outlive_interrupt(
+                job, "import", lambda r: f"{len(r.imported)} episode(s) imported"
+            )
         except ImportFileError as exc:
             raise _cli_advice(exc) from None
     _report_import(args, report)
@@ -492,27 +496,29 @@ def _cli_advice(exc: ImportFileError) -> ImportFileError:
     return ImportFileError(message, exc.errors)
 
 
-async def _outlive_interrupt(job: asyncio.Future[ImportReport]) -> ImportReport:
-    """Await an import; on Ctrl-C, wait for its end and say how it ended, then stop.
+async def _outlive_interrupt(job: asyncio.Future[R], what: str, done: Callable[[R], str]) -> R:
+    """Await a store write; on Ctrl-C, wait for its end and say how it ended, then stop.
 
-    Its writes cannot stop halfway: interrupted, the import goes on in its thread to its end
-    (every episode stored, or none). Exiting without a word would leave the user to guess,
-    and importing the file again would then store its episodes twice. A second Ctrl-C ends
-    the wait.
+    A write cannot stop halfway: interrupted, it goes on in its thread to its end (all of it
+    stored, or none), and the store must stay open until then. Exiting without a word would
+    leave the user to guess, and doing it again (an import, an add) would then store its
+    episodes twice. A second Ctrl-C ends the wait.
+
+    Args:
+        job: The write under way.
+        what: The command, as the messages name it ("import").
+        done: What the finished write did, from its result ("3 episode(s) imported").
     """
     try:
         return await asyncio.shield(job)
     except asyncio.CancelledError:
-        sys.stderr.write("episodex: interrupted; waiting for the import under way to end\n")
+        sys.stderr.write(f"episodex: interrupted; waiting for the {what} under way to end\n")
         try:
-            report = await job
+            result = await job
         except Exception as exc:
-            sys.stderr.write(f"episodex: the import failed: {exc}\n")
+            sys.stderr.write(f"episodex: the {what} failed: {exc}\n")
         else:
-            sys.stderr.write(
-                f"episodex: the import was finished before stopping: {len(report.imported)} "
-                "episode(s) imported\n"
-            )
+            sys.stderr.write(f"episodex: the {what} was finished before stopping: {done(result)}\n")
         raise
 
 
@@ -567,13 +573,16 @@ async def _export(args: argparse.Namespace, mem: EpisodicMemory) -> None:
 
 
 async def _forget(args: argparse.Namespace, mem: EpisodicMemory) -> None:
-    n = await mem.forget(
-        user_id=args.user,
-        agent_id=args.agent,
-        point_id=args.point,
-        conversation_id=args.conversation,
-        everything=args.all,
+    job = asyncio.ensure_future(
+        mem.forget(
+            user_id=args.user,
+            agent_id=args.agent,
+            point_id=args.point,
+            conversation_id=args.conversation,
+            everything=args.all,
+        )
     )
+    n = await _outlive_interrupt(job, "forget", lambda n: f"{n} episode(s) deleted")
     if args.point is not None and n == 0:
         raise NotFoundError(
             f"no episode {args.point!r} for user {args.user!r} and agent {args.agent!r}"
@@ -629,7 +638,10 @@ async def _run(
     mem = _open(args)
     try:
         if episode is not None:
-            (point_id,) = await mem.memorize_many([episode])
+            job = asyncio.ensure_future(mem.memorize_many([episode]))
+            (point_id,) = await _outlive_interrupt(
+                job, "add", lambda ids: f"episode stored under point id {', '.join(ids)}"
+            )
             _write(_dump({"point_id": point_id}) if args.json else point_id)
         elif source is not None:
             await _import(args, mem, source)
