@@ -49,6 +49,16 @@ logger = logging.getLogger("langchain_episodex")
 # Messages of one exchange: the question and the answer.
 _EXCHANGE = 2
 
+# A classic chain's `invoke(x, config=...)` keeps its config to itself (its memory gets the
+# inputs only and no run config is current), so telling the user to put the ids in the
+# configurable would point at the one place that does not work.
+_WHERE = (
+    "the config of a runnable that calls the chain (a RunnableLambda, a LangGraph node): a "
+    "classic chain does not hand its own config (chain.invoke(x, config=...)) to its memory, "
+    "so give the ids to the memory, EpisodicConversationMemory(user_id=..., agent_id=...), "
+    "or call the chain from such a runnable given that config"
+)
+
 # Chain inputs that are never the user's message.
 _NOT_THE_INPUT = frozenset({"stop"})
 
@@ -71,8 +81,11 @@ class EpisodicConversationMemory(BaseMemory):
 
     Ids follow the package's one rule (see `EpisodicContext`): the ones given here win,
     then those of the run the chain is called in (its runtime context, its config's
-    `configurable`). The conversation is the memory object's own (`conversation_id`, by
-    default a new id per object).
+    `configurable`). A classic chain does not hand its own config to its memory, so the ids
+    in `chain.invoke(x, config=...)` never reach it: give them here, or call the chain from a
+    runnable (a `RunnableLambda`, a LangGraph node) invoked with that config. The
+    conversation is the memory object's own (`conversation_id`, by default a new id per
+    object).
 
     Setup:
         `pip install "langchain-episodex[classic]"`
@@ -188,7 +201,7 @@ class EpisodicConversationMemory(BaseMemory):
             "agent_id": self.agent_id,
             "conversation_id": self.conversation_id,
         }
-        return run_scope(explicit)
+        return run_scope(explicit, where=_WHERE)
 
     def _pick(self, values: Mapping[str, Any], key: str | None, what: str) -> str:
         return message_text(self._pick_value(values, key, what))

@@ -49,6 +49,7 @@ def run_scope(
     config: RunnableConfig | None = None,
     *,
     context: object = None,
+    where: str = WHERE,
 ) -> MemoryScope:
     """The ids of one call: `explicit`, else the run's context, configurable and thread id.
 
@@ -56,6 +57,7 @@ def run_scope(
         explicit: The ids given to the adapter (None: not given).
         config: The run's config; None reads the config of the run this call is inside.
         context: The runtime context when the caller has it; else the one in the config.
+        where: Where a caller can put the ids, for the error when none names the user or agent.
 
     Raises:
         ConfigurationError: No user or agent id anywhere.
@@ -70,5 +72,5 @@ def run_scope(
         context=context,
         configurable=configurable,
         thread_id=configurable.get("thread_id"),
-        where=WHERE,
+        where=where,
     )
