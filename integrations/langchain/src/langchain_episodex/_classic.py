@@ -128,7 +128,7 @@ class EpisodicConversationMemory(BaseMemory):
     """This conversation (default: a new id per memory object)."""
     memory_key: str = Field(default="history", min_length=1)
     """The prompt variable that receives the block."""
-    return_messages: bool = False
+    return_messages: bool = Field(default=False, strict=True)
     """Return the block as a list of messages (for a `MessagesPlaceholder`), not a string."""
     input_key: str | None = None
     """The chain input holding the user's message; None when the chain has exactly one."""

@@ -44,7 +44,7 @@ from langchain_episodex._run_positions import (
     thread_end,
     thread_positions,
 )
-from langchain_episodex._settings import check_ids
+from langchain_episodex._settings import check_flag, check_ids
 from langchain_episodex._summaries import (
     message_text,
     readable,
@@ -292,6 +292,11 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         memory_tools: Sequence[str] = (),
     ) -> None:
         super().__init__()
+        # Checked first: `deferred` goes to the recorder below, `record` and `search_tool`
+        # are read at every run, and any non-empty text (`"no"`) was taken as yes.
+        record = check_flag("record", record)
+        deferred = check_flag("deferred", deferred)
+        search_tool = check_flag("search_tool", search_tool)
         if mode not in ("episodes", "lessons"):
             raise ConfigurationError(f"mode must be 'episodes' or 'lessons', got {mode!r}")
         self.mode = mode

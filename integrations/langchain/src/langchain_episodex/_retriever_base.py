@@ -19,7 +19,7 @@ from langchain_core.callbacks import (
 )
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict
+from pydantic import ConfigDict, Field
 from pydantic import ValidationError as PydanticValidationError
 
 from langchain_episodex._pydantic import configuration_error
@@ -53,7 +53,7 @@ class EpisodexRetriever(BaseRetriever):
     call_options: ClassVar[frozenset[str]] = frozenset()
     k: int
     """How many documents to return (overridden per call by `invoke(..., k=)`)."""
-    raise_on_failure: bool = False
+    raise_on_failure: bool = Field(default=False, strict=True)
     """Raise a failure of the memory itself instead of logging it and returning nothing."""
 
     def __init__(self, **data: Any) -> None:

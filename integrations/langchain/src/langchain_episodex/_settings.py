@@ -14,7 +14,7 @@ from numbers import Integral
 from episodex import ConfigurationError, require_id
 from pydantic import ValidationInfo
 
-__all__ = ["check_ids", "check_key", "check_max_tokens", "id_field", "key_field"]
+__all__ = ["check_flag", "check_ids", "check_key", "check_max_tokens", "id_field", "key_field"]
 
 
 def check_ids(ids: Mapping[str, object]) -> None:
@@ -58,3 +58,14 @@ def check_max_tokens(max_tokens: object) -> None:
         isinstance(max_tokens, bool) or not isinstance(max_tokens, Integral) or max_tokens < 0
     ):
         raise ConfigurationError(f"max_tokens must be an integer >= 0 or None, got {max_tokens!r}")
+
+
+def check_flag(name: str, value: object) -> bool:
+    """A yes/no option must be True or False (`ConfigurationError`).
+
+    Taken by its truth, any non-empty text (`"no"`, `"false"`) meant yes; 0 and 1 are refused
+    too, as the core refuses them for `with_stream_ranks`.
+    """
+    if not isinstance(value, bool):
+        raise ConfigurationError(f"{name} must be True or False, got {value!r:.80}")
+    return value

@@ -23,6 +23,7 @@ __all__ = [
     "is_real",
     "json_object",
     "parse_model",
+    "require_bool",
     "require_callback",
     "require_encodable",
     "require_id",
@@ -256,6 +257,17 @@ def require_int(
     if not is_integer(value) or int(value) < minimum:
         raise error(f"{name} must be an integer >= {minimum}, got {_SHORT.repr(value)}")
     return int(value)
+
+
+def require_bool(name: str, value: object, *, error: type[ValueError] = ValidationError) -> bool:
+    """`value` must be True or False.
+
+    Taken by its truth, any non-empty text (`"no"`, `"false"`) would mean yes; 0 and 1 are
+    refused too, as `with_stream_ranks` refuses them.
+    """
+    if not isinstance(value, bool):
+        raise error(f"{name} must be True or False, got {_SHORT.repr(value)}")
+    return value
 
 
 def is_integer(value: object) -> TypeGuard[Integral]:

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from episodex._common.errors import ConfigurationError, EngineError, ValidationError
 from episodex._common.files import atomic_write
-from episodex._common.validation import read_json, require_id, require_int
+from episodex._common.validation import read_json, require_bool, require_id, require_int
 from episodex._episodes.model import ConversationEpisode
 
 try:
@@ -156,7 +156,7 @@ class EpisodeRecorder:
             "max_pending", max_pending, minimum=1, error=ConfigurationError
         )
         self.spill_path = _spill_file(spill_path)
-        self.deferred = bool(deferred)
+        self.deferred = require_bool("deferred", deferred, error=ConfigurationError)
         self._pending: deque[ConversationEpisode] = deque()
         self._lock = threading.Lock()  # guards the queue, the spill file and the counters
         self._write_lock = threading.Lock()  # one writer at a time keeps the order
