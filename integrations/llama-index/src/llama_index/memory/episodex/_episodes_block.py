@@ -60,6 +60,9 @@ SUMMARY_PROMPT = (
 # Renders kept for `atruncate`: a few, in case several sessions share one block.
 _KEPT_RENDERS = 16
 
+# Recorded messages of a session remembered to line a replaced history up with (`_tail`).
+_TAIL = 4096
+
 
 def _exchange_end(messages: list[ChatMessage]) -> int:
     """How many leading messages form complete exchanges: up to the last final answer."""
@@ -228,6 +231,10 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
     # first, to notice a history replaced behind the block's back (`Memory.areset()`). None
     # for one a resumed session has not shown yet (`_resume`): it matches any message.
     _kept: dict[str, list[int | None]] = PrivateAttr(default_factory=dict[str, list[int | None]])
+    # Per session: a fingerprint of each of its last recorded messages (`_TAIL`), oldest first,
+    # to line a replaced history up with them: `Memory.aset` of the whole conversation (an
+    # agent run given `chat_history=`) brings back messages recorded already.
+    _tail: dict[str, list[int]] = PrivateAttr(default_factory=dict[str, list[int]])
     # Per session: flushed messages whose exchange had not ended yet (recorded with its end);
     # with a spill file, also in the waiting file (`_filing`), as they left `Memory` already.
     _held: dict[str, list[ChatMessage]] = PrivateAttr(default_factory=dict[str, list[ChatMessage]])
@@ -416,6 +423,12 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
 
     # -- writing -----------------------------------------------------------------------------
 
+    def _remember(self, conversation: str, recorded: list[ChatMessage]) -> None:
+        """Note messages as the session's latest recorded ones (`_tail`)."""
+        tail = self._tail.setdefault(conversation, [])
+        tail.extend(_fingerprint(m) for m in recorded)
+        del tail[:-_TAIL]
+
     def _position(self, conversation: str) -> list[int]:
         return self._positions.setdefault(conversation, [0, 0])
 
@@ -461,6 +474,7 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
         episodes = await self._episodes(span[:cut], conversation, recorded) if cut else []
         if cut:
             self._position(conversation)[1] = recorded + cut
+            self._remember(conversation, span[:cut])
         if leaving:
             self._held[conversation] = span[cut:]
         elif cut:
@@ -531,6 +545,8 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
         # the waiting file goes once the caller has handed them to the recorder (`_filing`).
         self._positions[conversation] = [recorded - overlap + len(waiting), recorded]
         self._held[conversation] = waiting[overlap:]
+        self._tail[conversation] = []
+        self._remember(conversation, history[:overlap])
         self._waiting.pop(conversation, None)
         beyond = max(overlap - len(waiting), 0)
         shown = min(beyond, len(messages))
@@ -576,7 +592,9 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
 
         The block skips the recorded messages at the start of the history by count. After
         `Memory.areset()` (or any replaced history) those are gone, and skipping as many new
-        ones would lose them: the recorded ones are then counted as having left.
+        ones would lose them: the recorded ones are then counted as having left, except those
+        the new history begins with again (`Memory.aset` of the whole conversation, as an
+        agent run given `chat_history=` does), which would otherwise be stored twice.
 
         Args:
             conversation: The session.
@@ -590,14 +608,38 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
         same = all(k is None or k == s for s, k in zip(seen, kept, strict=False))
         if same and (len(seen) == len(kept) or leaving):
             return
+        # A replaced history may begin with messages recorded already (or held): the whole
+        # conversation set again (`Memory.aset`, an agent run given `chat_history=`). Those are
+        # the longest run of its first messages that the recorded ones, then the held ones, end
+        # with; counted as recorded (or, held, as back in short-term memory), the rest as new.
+        # After `Memory.areset()` that run is empty: all of the new history is recorded.
+        # Messages leaving are the history's first ones only: the run may go on past them.
+        held = self._held.get(conversation, [])
+        known = [*self._tail.get(conversation, []), *(_fingerprint(m) for m in held)]
+        seen = [_fingerprint(m) for m in messages[: len(known)]]
+        overlap = next(
+            (
+                n
+                for n in range(len(known), 0, -1)
+                if (leaving or n <= len(seen))
+                and seen[: min(n, len(seen))] == known[len(known) - n :][: len(seen)]
+            ),
+            0,
+        )
         logger.info(
-            "the short-term history of conversation %r was replaced (Memory.areset?): its "
-            "new messages are recorded from the start",
+            "the short-term history of conversation %r was replaced (Memory.aset or areset?): "
+            "its first %d message(s) are recorded already, the others are recorded as new",
             conversation,
+            overlap,
         )
         position = self._position(conversation)
-        position[0] = max(position[0], position[1])
-        kept.clear()
+        left = max(len(held) - overlap, 0)
+        again = max(overlap - len(held), 0)
+        # The first message of the history sits right after the recorded and held ones, less
+        # those it repeats.
+        position[0] = position[1] + len(held) - overlap
+        self._held[conversation] = held[:left]
+        kept[:] = known[len(known) - overlap :][:again]
 
     async def aput(
         self,
