@@ -278,10 +278,14 @@ class EpisodicConversationMemory(BaseMemory):
             # and a write that fails (the store is down) is kept and retried before the next
             # exchange, not dropped with only a log line. The recorder never raises for the
             # store, writes a long exchange's episodes in one batch, and logs a failure.
-            await self.recorder.record_many(
+            stored_ids = await self.recorder.record_many(
                 exchange_records(scope, episodes, first, source="langchain-classic")
             )
-            pending = bool(self.recorder.stats().pending)
+            # This exchange's own episodes: the recorder's pending count also holds those
+            # other calls (a chain's batch, threads sharing this memory) queued and are
+            # writing now. None is a point id not stored: waiting for the next write (the
+            # records are this method's own, so the recorder has none to reject).
+            pending = None in stored_ids
             if pending:
                 logger.error("could not record the exchange as an episode; kept for retry")
             keep = pending or stored is None
