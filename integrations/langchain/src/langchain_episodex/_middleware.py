@@ -7,6 +7,7 @@ import logging
 import os
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from numbers import Integral
 from typing import Any, Literal, Protocol, cast, runtime_checkable
 
 from episodex import (
@@ -375,10 +376,11 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
             raise ConfigurationError(f"name must be a non-empty string, got {name!r}")
         self._name = name or f"EpisodicMemoryMiddleware[{state_key}]"
         if max_tokens is not None and (
-            isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 0  # pyright: ignore[reportUnnecessaryIsInstance]
+            isinstance(max_tokens, bool) or not isinstance(max_tokens, Integral) or max_tokens < 0  # pyright: ignore[reportUnnecessaryIsInstance]
         ):
             raise ConfigurationError(f"max_tokens must be an integer >= 0, got {max_tokens!r}")
-        self.max_tokens = max_tokens
+        # A numpy integer as the Python int it equals.
+        self.max_tokens = None if max_tokens is None else int(max_tokens)
         try:
             self.recall_options = check_recall_options(
                 recall_options or {}, self.__class__.__name__, memory=self.memory

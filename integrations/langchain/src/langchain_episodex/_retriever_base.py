@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from numbers import Integral
 from typing import Any, ClassVar
 
 from episodex import (
@@ -70,8 +71,9 @@ class EpisodexRetriever(BaseRetriever):
         self, k: int | None, overrides: Mapping[str, Any]
     ) -> tuple[int, dict[str, Any]]:
         k = self.k if k is None else k
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
+        if isinstance(k, bool) or not isinstance(k, Integral) or k < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ValidationError(f"k must be an integer >= 1, got {k!r}")
+        k = int(k)  # a numpy integer as the Python int it equals
         # `verbose` is LangChain's own invoke flag, passed through to every retriever.
         extra = {name: value for name, value in overrides.items() if name != "verbose"}
         unknown = sorted(set(extra) - self.call_options)

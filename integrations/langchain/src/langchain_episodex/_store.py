@@ -7,6 +7,7 @@ import contextvars
 import logging
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from numbers import Integral, Real
 from typing import Any
 
 from episodex import (
@@ -129,7 +130,7 @@ class EpisodexStore(BaseStore):
         for label, weight in (("dense_weight", dense_weight), ("bm25_weight", bm25_weight)):
             if (
                 isinstance(weight, bool)
-                or not isinstance(weight, int | float)  # pyright: ignore[reportUnnecessaryIsInstance]
+                or not isinstance(weight, Real)  # pyright: ignore[reportUnnecessaryIsInstance]
                 or not _finite(weight)
                 or weight < 0
             ):
@@ -143,7 +144,7 @@ class EpisodexStore(BaseStore):
             )
         if (
             isinstance(user_position, bool)
-            or not isinstance(user_position, int)  # pyright: ignore[reportUnnecessaryIsInstance]
+            or not isinstance(user_position, Integral)  # pyright: ignore[reportUnnecessaryIsInstance]
             or user_position < 0
         ):
             raise ConfigurationError(
@@ -159,10 +160,11 @@ class EpisodexStore(BaseStore):
             )
         self.agent_id = agent_id
         self.user_id = user_id
-        self.user_position = user_position
+        # A numpy number is taken as the Python number it equals (never a bool, above).
+        self.user_position = int(user_position)
         self.fields = _index_fields(index, self.items.embedder.dimension)
-        self.dense_weight = dense_weight
-        self.bm25_weight = bm25_weight
+        self.dense_weight = float(dense_weight)
+        self.bm25_weight = float(bm25_weight)
 
     # -- LangGraph's two entry points ----------------------------------------------------
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from numbers import Integral
 from typing import Any
 
 from episodex import ConfigurationError, EpisodicMemory, MemoryScope, ValidationError
@@ -143,8 +144,9 @@ def create_memory_search_tool(
         raise ConfigurationError(
             f"memory must be an episodex EpisodicMemory, got {type(core).__name__}"
         )
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
+    if isinstance(k, bool) or not isinstance(k, Integral) or k < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
         raise ConfigurationError(f"k must be an integer >= 1, got {k!r}")
+    k = int(k)  # a numpy integer as the Python int it equals
     for label, value in (("name", name), ("description", description)):
         if not isinstance(value, str) or not value.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigurationError(f"{label} must be a non-empty string, got {value!r}")
