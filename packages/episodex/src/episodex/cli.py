@@ -1,8 +1,8 @@
 """The `episodex` command line: demo, add, import, recall, export, stats, forget, reindex.
 
 Exit codes: 0 success, 1 engine or embedding failure, 2 bad usage or invalid input,
-3 not found (no store at the path, no such episode), 4 store locked by another process,
-130 interrupted, 141 output closed early (`episodex export | head`), as a pipe writer
+3 not found (no store at the path or on the server, no such episode), 4 store locked by another
+process, 130 interrupted, 141 output closed early (`episodex export | head`), as a pipe writer
 killed by SIGPIPE would.
 
 The global flags (`--path`, `--url`, `--qdrant-api-key`, `--grpc`, `--json`) go before or
@@ -48,7 +48,8 @@ EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 130, 141
 
 R = TypeVar("R")
 
-#: Commands that only read or delete: on a folder without a store they exit 3, creating nothing.
+#: Commands that only read or delete: on a folder or a server without a store they exit 3,
+#: creating nothing.
 _NEEDS_STORE = frozenset({"recall", "export", "stats", "forget", "reindex"})
 
 #: `recall` flags: each sets the `RecallOptions` key of the same meaning.
@@ -263,6 +264,8 @@ def _open(args: argparse.Namespace) -> EpisodicMemory:
         options = {"embedder": None if args.embedder == "default" else args.embedder}
         options["for_reindex"] = True
     if args.url:
+        if args.command in _NEEDS_STORE:
+            _require_server_store(args)
         return EpisodicMemory(
             url=args.url, qdrant_api_key=args.qdrant_api_key, prefer_grpc=args.grpc, **options
         )
@@ -277,6 +280,28 @@ def _open(args: argparse.Namespace) -> EpisodicMemory:
                 "'episodex add' or 'episodex import'"
             )
     return EpisodicMemory(path=path, **options)
+
+
+def _require_server_store(args: argparse.Namespace) -> None:
+    """Exit 3 (`NotFoundError`) when the server at `--url` has no episode store.
+
+    Opening the store creates its collection: a read or delete at a mistyped URL must not
+    leave an empty one behind, nor answer as if the user had no episodes.
+    """
+    from episodex._engines.factory import open_engine
+    from episodex._engines.qdrant import QdrantClientEngine
+    from episodex._episodes.store import COLLECTION
+
+    engine = open_engine(url=args.url, qdrant_api_key=args.qdrant_api_key, prefer_grpc=args.grpc)
+    try:
+        found = not isinstance(engine, QdrantClientEngine) or engine.has_collection(COLLECTION)
+    finally:
+        engine.close()
+    if not found:
+        raise NotFoundError(
+            f"no store on the server at --url (no {COLLECTION!r} collection); check --url, or "
+            "create one with 'episodex add' or 'episodex import'"
+        )
 
 
 def _stdin() -> IO[str]:

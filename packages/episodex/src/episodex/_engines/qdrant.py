@@ -595,6 +595,27 @@ class QdrantClientEngine:
                 return alias.collection_name
         return None
 
+    def has_collection(self, collection: str) -> bool:
+        """Whether `collection` is on the server, looked up creating nothing.
+
+        It is there as a collection, as an alias (a re-index switched it), or as the copy a
+        switch cut in half left marked `serves` (opening it finishes that switch).
+        """
+
+        def run() -> bool:
+            name = self._name(collection)
+            if self._client.collection_exists(name) or self._alias_target(collection):
+                return True
+            staged = f"{name}{STAGING_MARK}"
+            return any(
+                (self._client.get_collection(described.name).config.metadata or {}).get("serves")
+                == collection
+                for described in self._client.get_collections().collections
+                if described.name.startswith(staged)
+            )
+
+        return self._call("look up the collection", run)
+
     def _finish_switch(self, collection: str) -> Mapping[str, Any] | None:
         # A switch deletes the old collection, then points the alias at the new one; a crash in
         # between leaves the new one marked `serves`: finish the switch instead of starting empty.
