@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+import json.scanner
 import math
 import reprlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from numbers import Integral, Real
 from typing import Any, TypeGuard, TypeVar
 
@@ -75,6 +76,51 @@ MAX_JSON_BYTES = 1 << 20
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
+class _DuplicateKey(Exception):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object's pairs as a dict; a key named twice raises `_DuplicateKey`."""
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise _DuplicateKey(key)
+        seen.add(key)
+    return dict(pairs)
+
+
+def _duplicate_key_error(doc: str, key: str) -> json.JSONDecodeError:
+    """The error for `doc`, known to name a key twice in one object, at that object's `{`.
+
+    The fast parser does not say where an object began: `doc` is read again (only on this
+    error) with the pure-Python one, which does.
+    """
+    decoder = json.JSONDecoder(object_pairs_hook=_unique_keys)
+    read_object: Callable[..., Any] = decoder.parse_object  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]
+
+    def parse_object(s_and_end: tuple[str, int], *args: Any, **kwargs: Any) -> Any:
+        try:
+            return read_object(s_and_end, *args, **kwargs)
+        except _DuplicateKey as exc:
+            raise json.JSONDecodeError(
+                f"duplicate key {exc.key!r} in one object", doc, s_and_end[1] - 1
+            ) from None
+
+    decoder.parse_object = parse_object  # pyright: ignore[reportAttributeAccessIssue]
+    decoder.scan_once = json.scanner.py_make_scanner(decoder)  # pyright: ignore[reportAttributeAccessIssue]
+    try:
+        decoder.decode(doc)
+    except json.JSONDecodeError as exc:
+        if exc.msg.startswith("duplicate key "):
+            return exc
+    except (RecursionError, _DuplicateKey):
+        pass
+    return json.JSONDecodeError(f"duplicate key {key!r} in one object", doc, 0)
+
+
 def read_json(text: str | bytes) -> Any:
     """`json.loads` for outside input: what it cannot read is always a `JSONDecodeError`.
 
@@ -82,9 +128,21 @@ def read_json(text: str | bytes) -> Any:
     `RecursionError` from any import; and a number of more digits than Python turns into an
     int (`sys.get_int_max_str_digits`, 4,300) a plain `ValueError`, which an import did not
     take for a bad line.
+
+    An object naming a key twice is refused (`json.loads` keeps the last value without a
+    word: `{"user_id": "u", "user_id": "v"}` would be read as another user than the one a
+    reader of the text sees first); the error names the key and where its object begins.
     """
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except _DuplicateKey as exc:
+        # As `json.loads` reads bytes (they were read once already: they decode).
+        doc = (
+            text
+            if isinstance(text, str)
+            else text.decode(json.detect_encoding(text), "surrogatepass")
+        )
+        raise _duplicate_key_error(doc, exc.key) from None
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise  # bytes that are not UTF-8 stay a UnicodeDecodeError: callers name them so
     except (RecursionError, ValueError) as exc:
