@@ -243,6 +243,14 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
             parser.error(f"{flag} is empty; give a {'URL' if flag == '--url' else 'path'}")
     if args.path and args.url:
         parser.error("give --path or --url, not both")
+    if args.command == "demo":
+        # The demo makes its own store: given a place, it ran elsewhere without a word.
+        for flag, value in (("--path", args.path), ("--url", args.url)):
+            if value is not None:
+                parser.error(
+                    f"demo does not take {flag}: it makes its own store in a temporary folder; "
+                    "give --keep DIR to keep it in DIR"
+                )
     if args.qdrant_api_key is None and args.url:
         args.qdrant_api_key = os.environ.get("QDRANT_API_KEY")
     if args.qdrant_api_key is not None and not args.url:
