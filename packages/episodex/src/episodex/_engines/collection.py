@@ -91,7 +91,7 @@ def clear_tombstones(engine: Engine, collection: str, ids: Sequence[str]) -> Non
             chunk = tuple(ids[start : start + _TOMBSTONE_PAGE])
             # The mark is in the filter too: only a tombstone is removed here, never a point
             # another writer has put at that id since.
-            engine.delete(collection, Filter(must=(HasId(chunk), Match(TOMBSTONE, True))))
+            delete_checked(engine, collection, Filter(must=(HasId(chunk), Match(TOMBSTONE, True))))
     except EpisodexError as exc:
         _log.warning(
             "a write was applied, but removing %d tombstone point(s) from %r failed: %s",
@@ -149,7 +149,7 @@ def upsert_or_take_back(
         new = tuple(i for i in ids if i not in before)
         try:
             if new:
-                engine.delete(collection, Filter(must=(HasId(new),)))
+                delete_checked(engine, collection, Filter(must=(HasId(new),)))
             old = [before[i] for i in ids if i in before]
             if old:
                 engine.upsert(collection, rebuild(old))

@@ -35,6 +35,7 @@ from episodex._engines.base import (
     refuse_bad_vectors,
     stream_searches,
 )
+from episodex._engines.collection import delete_checked
 from episodex._engines.plan import (
     CollectionSpec,
     Condition,
@@ -727,7 +728,7 @@ class QdrantClientEngine:
             return found
 
         for name in self._call("list staging collections", copies):
-            self.delete(name, flt)
+            delete_checked(self, name, flt)
 
     def switch_collection(self, collection: str, staging: str) -> None:
         """Serve `collection` from `staging` through an alias; drop the old collection.

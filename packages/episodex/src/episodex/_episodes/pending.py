@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from episodex._engines.base import Engine
+from episodex._engines.collection import delete_checked
 from episodex._engines.plan import Filter, HasId, Hit, Point, SparseVec
 from episodex._episodes.model import stored_texts
 
@@ -205,7 +206,9 @@ def take_back(engine: Engine, collection: str, pending: Pending, vectors: Vector
         mine.extend(h.id for h in hits if h.payload.get("created_at") == pending.written_at)
     gone = [i for i in mine if i not in pending.replaced]
     for start in range(0, len(gone), _PAGE):
-        engine.delete(collection, Filter(must=(HasId(tuple(gone[start : start + _PAGE])),)))
+        delete_checked(
+            engine, collection, Filter(must=(HasId(tuple(gone[start : start + _PAGE])),))
+        )
     back = [Hit(i, 0.0, pending.replaced[i]) for i in mine if i in pending.replaced]
     restore(engine, collection, back, vectors)
     clear(engine, collection, len(pending.record_ids))
@@ -228,4 +231,4 @@ def restore(engine: Engine, collection: str, hits: Sequence[Hit], vectors: Vecto
 def clear(engine: Engine, collection: str, writes: int) -> None:
     """Delete the records of a call of `writes` engine writes (one engine write)."""
     ids = tuple(_record_id(n) for n in range(writes))
-    engine.delete(collection, Filter(must=(HasId(ids),)))
+    delete_checked(engine, collection, Filter(must=(HasId(ids),)))

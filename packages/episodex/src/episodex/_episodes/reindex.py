@@ -25,6 +25,7 @@ from episodex._common.unreadable import report_unreadable
 from episodex._common.validation import require_callback, require_int
 from episodex._embedders.base import Embedder
 from episodex._engines.base import STAGING_DIGITS, STAGING_MARK, ReindexableEngine
+from episodex._engines.collection import delete_checked
 from episodex._engines.locks import count_switch
 from episodex._engines.plan import Filter, HasId, Hit, Point
 from episodex._episodes.model import payload_problem, stored_texts
@@ -178,7 +179,7 @@ def _catch_up(
         embedded += len(hits)
     extra = sorted(staged.keys() - wanted.keys())
     for start in range(0, len(extra), 1024):
-        engine.delete(staging, Filter(must=(HasId(tuple(extra[start : start + 1024])),)))
+        delete_checked(engine, staging, Filter(must=(HasId(tuple(extra[start : start + 1024])),)))
     return wanted, extra, embedded
 
 

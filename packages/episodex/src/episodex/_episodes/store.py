@@ -43,6 +43,7 @@ from episodex._engines.base import (
 )
 from episodex._engines.collection import (
     collection_bm25,
+    delete_checked,
     delete_counted,
     foreign_claims,
     open_collection,
@@ -594,7 +595,7 @@ class EpisodeStore:
         try:
             for start in range(0, len(new), 1024):
                 chunk = tuple(new[start : start + 1024])
-                self.engine.delete(self.collection, Filter(must=(HasId(chunk),)))
+                delete_checked(self.engine, self.collection, Filter(must=(HasId(chunk),)))
             # A replaced episode gets its stored payload back, with vectors made again from
             # its stored texts by this store's models (what a re-index does).
             pending.restore(self.engine, self.collection, old, self.vectors)
