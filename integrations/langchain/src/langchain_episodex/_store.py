@@ -169,7 +169,14 @@ class EpisodexStore(BaseStore):
     # -- LangGraph's two entry points ----------------------------------------------------
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """Run the operations; reads see the store as it was before this batch's writes."""
+        """Run the operations; reads see the store as it was before this batch's writes.
+
+        Every operation is checked before any runs, and the puts and deletes are made in one
+        write: a batch with a bad operation raises a typed error and changes nothing
+        (LangGraph's `InMemoryStore` may keep the puts before the bad one). A write that fails
+        changes nothing on the embedded store; on a Qdrant server the error says which items
+        it may have reached (`episodex.ItemStore.write`).
+        """
         return self._run(list(ops))
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
