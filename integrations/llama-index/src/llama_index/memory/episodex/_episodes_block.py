@@ -63,6 +63,9 @@ _KEPT_RENDERS = 16
 # Recorded messages of a session remembered to line a replaced history up with (`_tail`).
 _TAIL = 4096
 
+# Other short-term histories of a session remembered (`_others`): its other `Memory` objects.
+_OTHERS = 8
+
 
 def _exchange_end(messages: list[ChatMessage]) -> int:
     """How many leading messages form complete exchanges: up to the last final answer."""
@@ -235,6 +238,17 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
     # to line a replaced history up with them: `Memory.aset` of the whole conversation (an
     # agent run given `chat_history=`) brings back messages recorded already.
     _tail: dict[str, list[int]] = PrivateAttr(default_factory=dict[str, list[int]])
+    # Per session: the `_kept` of each other short-term history it showed lately, newest last:
+    # two `Memory` objects under one session id (two tabs of one chat) used in turn. Each
+    # switch looks like a replaced history; the one coming back is known by these.
+    _others: dict[str, list[list[int]]] = PrivateAttr(default_factory=dict[str, list[list[int]]])
+    # Per session: fingerprints of the short-term messages not recorded at its last read,
+    # oldest first (less those flushed since), which the history then goes on with: a
+    # history not beginning with them was replaced (`Memory.areset()`).
+    _pending: dict[str, list[int]] = PrivateAttr(default_factory=dict[str, list[int]])
+    # Per session: how many of the first held messages are an exchange cut off by a replaced
+    # history, whose end never comes: recorded on their own, not with the next exchange.
+    _cut: dict[str, int] = PrivateAttr(default_factory=dict[str, int])
     # Per session: flushed messages whose exchange had not ended yet (recorded with its end);
     # with a spill file, also in the waiting file (`_filing`), as they left `Memory` already.
     _held: dict[str, list[ChatMessage]] = PrivateAttr(default_factory=dict[str, list[ChatMessage]])
@@ -469,17 +483,26 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
         """
         flushed, recorded = self._position(conversation)
         held = self._held.get(conversation, [])
-        span = [*held, *(messages if given else messages[max(recorded - flushed, 0) :])]
+        # An exchange cut off by a replaced history is recorded first, on its own.
+        closing = held[: self._cut.get(conversation, 0)]
+        closed = await self._episodes(closing, conversation, recorded) if closing else []
+        start = recorded + len(closing)
+        held = held[len(closing) :]
+        span = [*held, *(messages if given else messages[max(start - flushed, 0) :])]
         cut = len(span) if whole else _exchange_end(span)
-        episodes = await self._episodes(span[:cut], conversation, recorded) if cut else []
-        if cut:
-            self._position(conversation)[1] = recorded + cut
+        episodes = await self._episodes(span[:cut], conversation, start) if cut else []
+        if closing:
+            self._cut.pop(conversation, None)
+            self._remember(conversation, closing)
+        if closing or cut:
+            self._position(conversation)[1] = start + cut
             self._remember(conversation, span[:cut])
         if leaving:
             self._held[conversation] = span[cut:]
-        elif cut:
-            self._held[conversation] = []
-        return episodes
+        elif cut or closing:
+            # Held messages hold no final answer: a cut covers them all.
+            self._held[conversation] = [] if cut else held
+        return [*closed, *episodes]
 
     async def _resume(
         self, conversation: str, messages: list[ChatMessage], *, whole: bool
@@ -572,12 +595,14 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
             self._check_history(conversation, messages, leaving=False)
             flushed, recorded = self._position(conversation)
             held = len(self._held.get(conversation, []))
+            closing = min(self._cut.get(conversation, 0), held)
             episodes = await self._record_upto(conversation, messages, whole=whole, leaving=False)
             # The held messages, recorded first, had left short-term memory; the others are in it.
-            added = self._position(conversation)[1] - recorded - held
-            skip = max(recorded - flushed, 0)
+            added = max(self._position(conversation)[1] - recorded - held, 0)
+            skip = max(recorded + closing - flushed, 0)
             kept = self._kept.setdefault(conversation, [])
-            kept.extend(_fingerprint(m) for m in messages[skip : skip + max(added, 0)])
+            kept.extend(_fingerprint(m) for m in messages[skip : skip + added])
+            self._pending[conversation] = [_fingerprint(m) for m in messages[skip + added :]]
             filing = self._filing(conversation)
         # Queued with no await after the count (`_record_upto`): a cancelled turn did both or
         # neither.
@@ -601,45 +626,86 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
             messages: The whole short-term history, or the oldest messages leaving it.
             leaving: Whether `messages` are the oldest messages, leaving it.
         """
-        kept = self._kept.get(conversation, [])
-        if not kept:
-            return
-        seen = [_fingerprint(m) for m in messages[: len(kept)]]
-        same = all(k is None or k == s for s, k in zip(seen, kept, strict=False))
-        if same and (len(seen) == len(kept) or leaving):
-            return
-        # A replaced history may begin with messages recorded already (or held): the whole
-        # conversation set again (`Memory.aset`, an agent run given `chat_history=`). Those are
-        # the longest run of its first messages that the recorded ones, then the held ones, end
-        # with; counted as recorded (or, held, as back in short-term memory), the rest as new.
-        # After `Memory.areset()` that run is empty: all of the new history is recorded.
-        # Messages leaving are the history's first ones only: the run may go on past them.
+        kept = self._kept.setdefault(conversation, [])
         held = self._held.get(conversation, [])
-        known = [*self._tail.get(conversation, []), *(_fingerprint(m) for m in held)]
-        seen = [_fingerprint(m) for m in messages[: len(known)]]
-        overlap = next(
+        shown = [_fingerprint(m) for m in messages]
+        if kept:
+            same = all(k is None or k == s for s, k in zip(shown, kept, strict=False))
+            if same and (len(shown) >= len(kept) or leaving):
+                return
+        # Another `Memory` of the session (a second tab of the chat) coming back: its history
+        # begins with the recorded messages it held when the block last saw it.
+        other = max(
             (
-                n
-                for n in range(len(known), 0, -1)
-                if (leaving or n <= len(seen))
-                and seen[: min(n, len(seen))] == known[len(known) - n :][: len(seen)]
+                o
+                for o in self._others.get(conversation, [])
+                if shown[: len(o)] == o[: len(shown)] and (leaving or len(shown) >= len(o))
             ),
-            0,
+            key=len,
+            default=None,
         )
-        logger.info(
-            "the short-term history of conversation %r was replaced (Memory.aset or areset?): "
-            "its first %d message(s) are recorded already, the others are recorded as new",
-            conversation,
-            overlap,
-        )
+        if other is None and not kept:
+            # Nothing recorded to tell by: a history replaced under messages held (the start of
+            # an exchange) no longer goes on with what the last read left unrecorded.
+            pending = self._pending.get(conversation, [])
+            if not held or (
+                shown[: len(pending)] == pending[: len(shown)]
+                and (leaving or len(shown) >= len(pending))
+            ):
+                return
+        if kept and None not in kept:
+            others = self._others.setdefault(conversation, [])
+            others.append([k for k in kept if k is not None])
+            del others[:-_OTHERS]
+        if other is not None:
+            self._others[conversation].remove(other)
+            overlap = len(other)
+            renewed: list[int | None] = list(other)
+            left = len(held)
+            logger.info(
+                "conversation %r goes on in another of its short-term histories (a second "
+                "Memory with its session id?): its first %d message(s) are recorded already",
+                conversation,
+                overlap,
+            )
+        else:
+            # A replaced history may begin with messages recorded already (or held): the
+            # whole conversation set again (`Memory.aset`, an agent run given
+            # `chat_history=`). Those are the longest run of its first messages that the
+            # recorded ones, then the held ones, end with; counted as recorded (or, held, as
+            # back in short-term memory), the rest as new. After `Memory.areset()` that run
+            # is empty: all of the new history is recorded. Messages leaving are the
+            # history's first ones only: the run may go on past them.
+            known = [*self._tail.get(conversation, []), *(_fingerprint(m) for m in held)]
+            seen = shown[: len(known)]
+            overlap = next(
+                (
+                    n
+                    for n in range(len(known), 0, -1)
+                    if (leaving or n <= len(seen))
+                    and seen[: min(n, len(seen))] == known[len(known) - n :][: len(seen)]
+                ),
+                0,
+            )
+            left = max(len(held) - overlap, 0)
+            renewed = list(known[len(known) - overlap :][: max(overlap - len(held), 0)])
+            logger.info(
+                "the short-term history of conversation %r was replaced (Memory.aset or "
+                "areset?): its first %d message(s) are recorded already, the others are "
+                "recorded as new",
+                conversation,
+                overlap,
+            )
         position = self._position(conversation)
-        left = max(len(held) - overlap, 0)
-        again = max(overlap - len(held), 0)
         # The first message of the history sits right after the recorded and held ones, less
         # those it repeats.
         position[0] = position[1] + len(held) - overlap
         self._held[conversation] = held[:left]
-        kept[:] = known[len(known) - overlap :][:again]
+        # Held messages the history does not go on from are an exchange cut off (its end is
+        # gone, or in another history): recorded on their own, not with the next exchange.
+        self._cut[conversation] = left if (other is not None or overlap == 0) else 0
+        kept[:] = renewed
+        self._pending[conversation] = []
 
     async def aput(
         self,
@@ -716,7 +782,10 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
                 episodes = await self._record_upto(
                     conversation, messages, whole=False, leaving=True
                 )
-                del self._kept.setdefault(conversation, [])[: len(messages)]
+                kept = self._kept.setdefault(conversation, [])
+                # The leaving messages not recorded before were seen unrecorded at the last read.
+                del self._pending.setdefault(conversation, [])[: max(len(messages) - len(kept), 0)]
+                del kept[: len(messages)]
                 position = self._position(conversation)
                 position[0] += len(messages)
                 position[1] = max(position[1], position[0] - len(self._held.get(conversation, [])))
