@@ -1058,10 +1058,16 @@ class EdgeEngine:
         """Run Qdrant's segment optimizers (HNSW build, merges) on every open shard."""
         with self._lock:
             self._check_open()
+            self._folder_lock.check()
             for name, shard in self._shards.items():
-                # A merge rewrites segments: room for a new copy of the collection's data.
-                self._space.require(used_bytes(self._root / name), f"optimizing {name!r}")
-                shard.optimize()
+                # A merge rewrites segments: room for a new copy of the collection's data, in
+                # the folder that serves it (a re-indexed one's is not named after it).
+                folder = self._root / self.generation(name)
+                self._space.require(used_bytes(folder), f"optimizing {name!r}")
+                try:
+                    shard.optimize()
+                except Exception as exc:
+                    raise _engine_error(exc, f"optimizing {name!r} failed") from exc
 
     def flush(self) -> None:
         """Flush every shard's segments to disk (the WAL already makes writes durable)."""
