@@ -26,6 +26,7 @@ from episodex._common.validation import (
     id_problem,
     is_finite,
     is_integer,
+    require_encodable,
     require_id,
     require_int,
     require_text,
@@ -287,7 +288,9 @@ def embedded_text_arg(episode: Episode, text: object) -> str:
         return episode.format(mode="concat", include=EMBED_FIELDS)
     if not isinstance(text, str) or not text.strip():
         raise ValidationError(f"embedded_text must be None or a non-empty string, got {text!r}")
-    return text
+    # Half a character failed the JSONL line's UTF-8 encoding or the embedder with a raw
+    # UnicodeEncodeError on every store; it is the caller's input, refused by name.
+    return require_encodable("embedded_text", text)
 
 
 def id_arg(value: object) -> str:
