@@ -562,6 +562,9 @@ class EdgeEngine:
                 shared = _read_manifest(manifest) if manifest.exists() else {}
                 self._refuse_quantize(folder, shared)
                 return shared
+            # Loading or creating a shard in a folder that replaced the one opened would work
+            # there without its lock (and a half-made one's clearing deletes).
+            self._folder_lock.check()
             if manifest.exists():
                 stored = _read_manifest(manifest)
                 if stored.get("edge_point_ids") not in _KEYERS:
@@ -920,6 +923,9 @@ class EdgeEngine:
             folder = self.generation(collection)
             if folder in self._open.folders.values() and collection not in self._open.folders:
                 raise EngineError(f"{folder} serves another collection; not dropped")
+            # Checked before anything is closed or deleted: in a folder that replaced the one
+            # opened, the folder of that name is another store's.
+            self._folder_lock.check()
             shard = self._shards.pop(collection, None)
             self._keys.pop(collection, None)
             if shard is not None:
