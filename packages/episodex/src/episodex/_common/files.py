@@ -2,25 +2,38 @@
 
 The temp file gets an unpredictable name created with `O_EXCL` (`tempfile.mkstemp`), so two
 writers of the same target never share it and a planted symlink is never followed; readers
-see the old file or the new one, whole, never a mix.
+see the old file or the new one, whole, never a mix. A process killed between creating the temp
+file and the rename leaves it behind; `remove_stale_temps` deletes such files once their writer
+is known to be gone (the caller holds the lock every writer of the target holds).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import string
 import tempfile
 from collections.abc import Generator
 from pathlib import Path
 from typing import IO
 
-__all__ = ["atomic_write"]
+__all__ = ["atomic_write", "remove_stale_temps"]
+
+
+def _temp_prefix(path: Path) -> str:
+    return f".{path.name}."
+
+
+_TEMP_SUFFIX = ".tmp"
+# mkstemp's random part: eight of these characters.
+_RANDOM_LENGTH = 8
+_RANDOM_CHARACTERS = frozenset(string.ascii_lowercase + string.digits + "_")
 
 
 @contextlib.contextmanager
 def atomic_write(path: Path) -> Generator[IO[str]]:
     """Write the text of `path` through a temp file that replaces it only on success."""
-    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=_temp_prefix(path), suffix=_TEMP_SUFFIX)
     tmp = Path(name)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -37,3 +50,33 @@ def atomic_write(path: Path) -> Generator[IO[str]]:
             os.fsync(dir_fd)
         finally:
             os.close(dir_fd)
+
+
+def remove_stale_temps(path: Path) -> int:
+    """Delete the temp files killed `atomic_write`s of `path` left; how many were deleted.
+
+    Only files of `atomic_write`'s own naming for `path` (never a folder, never another
+    file): the caller must hold the lock every writer of `path` holds, so none is in flight.
+    A file that cannot be deleted is left for the next open.
+    """
+    prefix = _temp_prefix(path)
+    removed = 0
+    try:
+        entries = list(os.scandir(path.parent))
+    except OSError:
+        return 0
+    for entry in entries:
+        name = entry.name
+        if not (name.startswith(prefix) and name.endswith(_TEMP_SUFFIX)):
+            continue
+        middle = name[len(prefix) : -len(_TEMP_SUFFIX)]
+        if len(middle) != _RANDOM_LENGTH or not set(middle) <= _RANDOM_CHARACTERS:
+            continue
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                continue
+            os.unlink(entry.path)
+        except OSError:
+            continue
+        removed += 1
+    return removed

@@ -22,7 +22,7 @@ from episodex._common.errors import (
     StoreLockedError,
     ValidationError,
 )
-from episodex._common.files import atomic_write
+from episodex._common.files import atomic_write, remove_stale_temps
 from episodex._common.lockfile import FolderLock
 from episodex._engines.base import (
     FOLDER_MAP,
@@ -367,6 +367,19 @@ def _drop_replaced_folders(root: Path, folders: Mapping[str, str]) -> None:
             shutil.rmtree(root / name, ignore_errors=True)
 
 
+def _remove_stale_temps(root: Path) -> None:
+    """Delete the temp files of folder-map and manifest rewrites a killed process left.
+
+    Called with the store's lock just taken and no other open of it in this process, so no
+    rewrite of those files is in flight.
+    """
+    remove_stale_temps(root / _FOLDERS)
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(root):
+            if entry.is_dir(follow_symlinks=False):
+                remove_stale_temps(Path(entry.path) / _MANIFEST)
+
+
 class _OpenFolder:
     """One store folder open in this process, shared by every `EdgeEngine` handle on it.
 
@@ -390,6 +403,7 @@ class _OpenFolder:
             self.folder_lock.release()
             raise
         _drop_replaced_folders(root, self.folders)
+        _remove_stale_temps(root)
         self.shards: dict[str, qe.EdgeShard] = {}
         self.keys: dict[str, Keyer] = {}
         self.lock = threading.RLock()

@@ -24,7 +24,7 @@ from episodex._common.errors import (
     StoreFileError,
     ValidationError,
 )
-from episodex._common.files import atomic_write
+from episodex._common.files import atomic_write, remove_stale_temps
 from episodex._common.lockfile import FolderLock
 from episodex._common.sync import in_thread
 from episodex._common.text import bad_lines_summary
@@ -177,6 +177,9 @@ class JSONLTaskStore(BaseMemoryStore):
         self._seq = 0
         self._needs_newline = False
         self._closed = False
+        # With the file's lock held no compaction is in flight: a temp file of one is what a
+        # killed compaction left, a whole copy of the store that nothing else deletes.
+        remove_stale_temps(self.path)
         try:
             self._load(on_torn_line)
         except BaseException:
