@@ -917,8 +917,10 @@ class EpisodeStore:
         is within 0 and 1, 1 meaning "first in every stream". 0.0 when the recall runs no
         stream (it then finds nothing). No search is made and no dense vector computed; the
         streams are chosen by `_stream_labels`, the rule the recall's `_streams` follows.
+        Refused where `recall` is (a store holding other models' vectors).
         """
         check_recall_options(options)
+        self._require_vectors()
         require_text("query", query)
         k = _int_option(options, "rrf_k", DEFAULT_RRF_K)
         weights = self._weights(options)
