@@ -300,11 +300,11 @@ class QdrantTaskStore(BaseMemoryStore):
         with self._write_lock:
             self._store(point, episode.id_)
 
-    def _find(self, episode_id: str) -> dict[str, Any] | None:
+    def _find(self, episode_id: str) -> Hit | None:
         hits, _ = self.engine.scroll(
             self.collection, self._scope.and_(Match("episode_id", episode_id)), limit=1
         )
-        return hits[0].payload if hits else None
+        return hits[0] if hits else None
 
     def _update(self, episode: Episode) -> None:
         with self._write_lock:
@@ -313,9 +313,7 @@ class QdrantTaskStore(BaseMemoryStore):
                 raise EpisodeNotFoundError(
                     f"no episode {episode.id_!r} in collection {self.collection!r}"
                 )
-            custom = old.get("text") != embedded_text_arg(Episode.parse(old["episode"]), None)
-            same_task = old["episode"]["task"] == episode.task.model_dump(mode="json")
-            text = old["text"] if custom and same_task else None
+            text = _custom_text(old, episode)
             self._store(self._point(episode, embedded_text_arg(episode, text)), episode.id_)
 
     def _delete(self, id_: str) -> None:
@@ -555,6 +553,25 @@ def _readable(n: int, read: Callable[[int], list[Hit]]) -> list[Episode]:
             return None
 
     return read_readable(n, read, keep)
+
+
+def _custom_text(old: Hit, episode: Episode) -> str | None:
+    """The indexed text an update of `old` to `episode` keeps: None for the episode's own.
+
+    A custom text is kept only while the task's text could not have changed. A stored point
+    that cannot be read back (written by another program or an older release: no record, no
+    text, either of another shape) is replaced whole, as its warning advises: the update is
+    how it is stored again corrected, so it must not fail on what it replaces.
+    """
+    try:
+        stored = Episode.parse(old.payload["episode"])
+        text = embedded_text_arg(stored, old.payload["text"])
+    except (ValidationError, KeyError) as exc:
+        report_unreadable("task episode", old.id, str(exc), done="the update replaces it")
+        return None
+    custom = text != embedded_text_arg(stored, None)
+    same_task = old.payload["episode"]["task"] == episode.task.model_dump(mode="json")
+    return text if custom and same_task else None
 
 
 def _tenant_scope(tenant: Tenant) -> Filter:
