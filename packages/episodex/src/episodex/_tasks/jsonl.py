@@ -60,14 +60,28 @@ __all__ = ["JSONLTaskStore"]
 _NO_ROOM = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 
 
-def _write_error(exc: OSError, path: Path, doing: str) -> EngineError:
-    """The typed error of a failed write to the store file (which is left as it was)."""
+def _write_error(
+    exc: OSError, path: Path, doing: str, *, take_back: OSError | None = None
+) -> EngineError:
+    """The typed error of a failed write to the store file (which is left as it was).
+
+    With `take_back`, the error of cutting the failed line back out: the line, whole or in
+    part, may be in the file, and the store was closed so the next open reads what it holds.
+    """
+    if take_back is None:
+        outcome = "nothing was written"
+    else:
+        outcome = (
+            f"taking the line back failed too ({take_back}), so the change may be in the file; "
+            "the store was closed: open it again to see whether the change was stored (a part "
+            "line is set aside as torn)"
+        )
     if exc.errno in _NO_ROOM:
         return StorageFullError(
-            f"no room on disk for {path} while {doing} ({exc.strerror}); nothing was written. "
+            f"no room on disk for {path} while {doing} ({exc.strerror}); {outcome}. "
             "Free some space and try again"
         )
-    return EngineError(f"cannot write {path} while {doing} ({exc}); nothing was written")
+    return EngineError(f"cannot write {path} while {doing} ({exc}); {outcome}")
 
 
 class _NotJson(ValueError):
@@ -100,7 +114,9 @@ class JSONLTaskStore(BaseMemoryStore):
     log (or, with `on_torn_line="raise"`, raised as `StoreFileError`). Any other bad line
     raises `StoreFileError` and the file is left as it is. A change the disk cannot take (full,
     over a quota) raises `StorageFullError`, any other failed write `EngineError`, with its
-    partial line taken back. One process should write a file at a time.
+    partial line taken back; when even that fails, the error says the change may be in the
+    file and the store closes (open it again to read what the file holds). One process should
+    write a file at a time.
 
     ```python
     from episodex import Episode, JSONLTaskStore, Task, TaskResult
@@ -343,7 +359,14 @@ class JSONLTaskStore(BaseMemoryStore):
                     os.fsync(fd)
             except OSError as exc:
                 # Disk full or similar: take the partial line back so the file stays whole.
-                os.ftruncate(fd, size)
+                try:
+                    os.ftruncate(fd, size)
+                except OSError as cut:
+                    # The line (or part of it) stays where the index does not hold it: no
+                    # later append may go on after it, and only a new open can read it.
+                    self._closed = True
+                    self._file_lock.release()
+                    raise _write_error(exc, self.path, "appending", take_back=cut) from exc
                 raise _write_error(exc, self.path, "appending") from exc
         finally:
             os.close(fd)
