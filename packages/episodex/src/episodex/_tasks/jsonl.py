@@ -88,6 +88,37 @@ class _NotJson(ValueError):
     """A line that is not a whole JSON document: on the last line, what a crash leaves."""
 
 
+def _closes_at_end(raw: bytes) -> bool:
+    """Whether `raw` is an object whose outer `{` is closed by its last character.
+
+    Brackets are counted outside strings (read without recursion, so any depth is judged):
+    no strict prefix of a record the store writes is closed, every whole one is. Multi-byte
+    UTF-8 characters never hold the ASCII bytes counted.
+    """
+    raw = raw.strip()
+    if not raw.startswith(b"{"):
+        return False
+    depth = 0
+    in_string = escaped = False
+    for position, byte in enumerate(raw):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:  # quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in b"{[":
+            depth += 1
+        elif byte in b"}]":
+            depth -= 1
+            if depth == 0:
+                return position == len(raw) - 1
+    return False
+
+
 @dataclass(slots=True)
 class _Entry:
     episode: Episode
@@ -226,10 +257,15 @@ class JSONLTaskStore(BaseMemoryStore):
             try:
                 records.append(self._parse_line(tail))
                 self._needs_newline = True  # whole record, only its newline was lost
-            except _NotJson:
-                # A crash leaves a strict prefix of a record, and no prefix of a JSON object
-                # is a whole JSON document: only such a tail is torn.
-                torn = (len(lines) + 1, len(data) - len(tail), tail)
+            except _NotJson as exc:
+                # A crash leaves a strict prefix of a record, whose outer object is still
+                # open: only such a tail is torn. One closed at its end is a whole record the
+                # reader refused (nested too deeply, a number too long, a key named twice, a
+                # hand edit's stray comma): a bad line, never cut from the file.
+                if _closes_at_end(tail):
+                    bad.append((len(lines) + 1, str(exc)))
+                else:
+                    torn = (len(lines) + 1, len(data) - len(tail), tail)
             except ValueError as exc:
                 # A whole record that fails its checks is a bad line like any other (a hand
                 # edit saved without a final newline): never cut from the file.
