@@ -41,21 +41,38 @@ _lock = threading.Lock()
 def model_path(name: str) -> Path:
     """Return the folder of model `name` after checking each of its files' sha256.
 
-    The check runs once per process and model.
+    The check runs once per process and model: a loader that must know the bytes it loads are
+    the checked ones hashes them itself (the core does).
 
     Raises:
         KeyError: `name` is not one of `MODELS`.
-        ModelFileError: A file is missing or altered; reinstall episodex-models.
+        ModelFileError: A file or the manifest is missing, unreadable or altered; reinstall
+            episodex-models.
     """
-    entry = manifest()["models"][name]
+    if name not in MODELS:
+        raise KeyError(name)
+    try:
+        files: dict[str, str] = dict(manifest()["models"][name]["files"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        # A truncated or edited manifest is a damaged install like a damaged model file.
+        raise ModelFileError(
+            f"{_HERE / 'manifest.json'} cannot be read or does not list {name!r} ({exc!r}): "
+            "reinstall episodex-models"
+        ) from exc
     folder = _HERE / name
     with _lock:
         if name not in _verified:
-            for file, expected in entry["files"].items():
+            for file, expected in files.items():
                 path = folder / file
                 if not path.is_file():
                     raise ModelFileError(f"{path} is missing: reinstall episodex-models")
-                if _sha256(path) != expected:
+                try:
+                    digest = _sha256(path)
+                except OSError as exc:
+                    raise ModelFileError(
+                        f"{path} cannot be read ({exc}): reinstall episodex-models"
+                    ) from exc
+                if digest != expected:
                     raise ModelFileError(
                         f"{path} does not have the sha256 {expected} the manifest records: "
                         "reinstall episodex-models"

@@ -22,6 +22,12 @@ __all__ = ["DEFAULT_MODEL_ID", "BundledMiniLMEmbedder", "default_embedder"]
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2:onnx-int8-pc@episodex-models-0.1"
 _DIM = 384
 _MODEL = "all-MiniLM-L6-v2"
+# The files DEFAULT_MODEL_ID stands for: other files are refused at load, whatever the
+# installed package's manifest says.
+_FILES = {
+    "model.onnx": "0074fff751cb27bdd660a9ea83a54ecd02c8668d4954b5f81908128cf9745016",
+    "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+}
 # all-MiniLM-L6-v2 was trained on 256 word pieces; anything longer is cut by the tokenizer.
 _MAX_TOKENS = 256
 
@@ -50,6 +56,8 @@ class BundledMiniLMEmbedder:
     ) -> None:
         self._model = OnnxModel(
             _MODEL,
+            model_id=DEFAULT_MODEL_ID,
+            files=_FILES,
             output="sentence_embedding",
             max_tokens=_MAX_TOKENS,
             max_batch=batch_size,

@@ -10,8 +10,9 @@ returned after the run instead of being kept for the life of the process.
 
 from __future__ import annotations
 
+import hashlib
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,8 @@ class OnnxModel:
 
     Args:
         name: The model's folder name in `episodex-models`.
+        model_id: The id stores record for the model's vectors.
+        files: The sha256 of `model.onnx` and `tokenizer.json` that `model_id` stands for.
         output: The graph output to read.
         max_tokens: Tokens kept per text (the tokenizer truncates the rest).
         max_batch: Most texts per run.
@@ -61,6 +64,8 @@ class OnnxModel:
         self,
         name: str,
         *,
+        model_id: str,
+        files: Mapping[str, str],
         output: str,
         max_tokens: int,
         max_batch: int,
@@ -68,6 +73,8 @@ class OnnxModel:
         threads: int | None = None,
     ) -> None:
         self.name = name
+        self.model_id = model_id
+        self.files = dict(files)
         self.output = output
         self.max_tokens = max_tokens
         self.max_batch = max_batch
@@ -109,7 +116,10 @@ class OnnxModel:
         from tokenizers import Tokenizer
 
         folder = self.folder(self.name)
-        tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        # Built from the very bytes checked here: the package's check runs once per process,
+        # and a file changed since (or of a rebuilt package with a manifest to match) would
+        # put other vectors into stores under this model id.
+        tokenizer = Tokenizer.from_buffer(self._read(folder, "tokenizer.json"))
         tokenizer.no_padding()
         tokenizer.enable_truncation(max_length=self.max_tokens)
         options = ort.SessionOptions()
@@ -124,9 +134,28 @@ class OnnxModel:
         if self.threads is not None:
             options.intra_op_num_threads = self.threads
         session = ort.InferenceSession(
-            str(folder / "model.onnx"), options, providers=["CPUExecutionProvider"]
+            self._read(folder, "model.onnx"), options, providers=["CPUExecutionProvider"]
         )
         return tokenizer, session
+
+    def _read(self, folder: Path, file: str) -> bytes:
+        """The bytes of `file` if they are the ones `model_id` stands for, else `EmbeddingError`."""
+        path = folder / file
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise EmbeddingError(
+                f"{path} cannot be read ({exc}): reinstall episodex-models"
+            ) from exc
+        found = hashlib.sha256(data).hexdigest()
+        if found != self.files[file]:
+            raise EmbeddingError(
+                f"{path} does not have the sha256 {self.files[file]} of the model "
+                f"{self.model_id} (found {found}): it changed after it was checked or is of "
+                "another build, and its vectors would be stored under that model id; "
+                "reinstall episodex-models (the version this episodex requires)"
+            )
+        return data
 
     def run(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """One output row per text, in the order given (shape `(0, 0)` for no texts)."""

@@ -21,6 +21,12 @@ __all__ = ["SPLADE_MODEL_ID", "SpladeEncoder", "default_splade"]
 #: Model id recorded in stores that keep a SPLADE stream.
 SPLADE_MODEL_ID = "splade-tiny:onnx@episodex-models-0.1"
 _MODEL = "splade-tiny"
+# The files SPLADE_MODEL_ID stands for: other files are refused at load, whatever the installed
+# package's manifest says.
+_FILES = {
+    "model.onnx": "482bf336636e488e6b8c82859ecbaef702d0d6ca24e3e7ab14cc46adddcc7131",
+    "tokenizer.json": "91f1def9b9391fdabe028cd3f3fcc4efd34e5d1f08c3bf2de513ebb5911a1854",
+}
 
 
 class SpladeEncoder:
@@ -47,6 +53,8 @@ class SpladeEncoder:
     ) -> None:
         self._model = OnnxModel(
             _MODEL,
+            model_id=SPLADE_MODEL_ID,
+            files=_FILES,
             output="sparse_weights",
             max_tokens=max_tokens,
             max_batch=batch_size,
