@@ -11,7 +11,7 @@ from langchain_core.documents import Document
 from langchain_core.runnables import RunnableConfig
 from pydantic import Field, field_validator, model_validator
 
-from langchain_episodex._context import run_scope
+from langchain_episodex._context import WHERE, run_scope
 from langchain_episodex._documents import SECTIONS, episode_document
 from langchain_episodex._options import RECALL_OPTIONS, check_recall_options, core_memory
 from langchain_episodex._retriever_base import EpisodexRetriever
@@ -27,6 +27,18 @@ _IDS = ("user_id", "agent_id", "conversation_id")
 # What `search_kwargs` may hold: what langchain-qdrant users type, and the recall options.
 _SEARCH_KWARGS = frozenset({"k", "score_threshold"}) | RECALL_OPTIONS
 
+# A classic retrieval chain's `invoke(x, config=...)` hands its retriever callbacks only (no
+# configurable, no run config made current), so "put it in the configurable" alone would point
+# at the one place that does not work there.
+_WHERE = (
+    f"{WHERE} of the run that calls the retriever (an LCEL chain such as "
+    "create_retrieval_chain hands its config on). A classic chain (RetrievalQA, "
+    "ConversationalRetrievalChain) does not hand its own config (chain.invoke(x, config=...)) "
+    "to its retriever: give the ids to the retriever, EpisodicRetriever(user_id=..., "
+    "agent_id=...), use create_retrieval_chain, or call the chain from a runnable (a "
+    "RunnableLambda, a LangGraph node) given that config"
+)
+
 
 class EpisodicRetriever(EpisodexRetriever):
     """Retrieve a user's conversation episodes from episodex, best first.
@@ -40,7 +52,13 @@ class EpisodicRetriever(EpisodexRetriever):
 
     Ids follow the package's one rule (see `EpisodicContext`): `user_id=`, `agent_id=`,
     `conversation_id=` given here or to `invoke` win, then the run's runtime context, then
-    the config's `configurable`, then (conversation only) its `thread_id`.
+    the config's `configurable`, then (conversation only) its `thread_id`. An LCEL chain
+    (`create_retrieval_chain`) hands its config to the retriever; a classic chain
+    (`RetrievalQA`, `ConversationalRetrievalChain`) does not: the ids in its
+    `chain.invoke(x, config=...)` never reach the retriever, which reads those of the runnable
+    the chain is called from (a `RunnableLambda`, a LangGraph node), or raises
+    `ConfigurationError` when there is none. Give the ids here, use `create_retrieval_chain`,
+    or call the classic chain from such a runnable invoked with that config.
 
     Setup:
         `pip install langchain-episodex`
@@ -161,7 +179,7 @@ class EpisodicRetriever(EpisodexRetriever):
             value = kwargs.pop(name, None)
             if value is not None:
                 explicit[name] = value
-        return run_scope(explicit, config)
+        return run_scope(explicit, config, where=_WHERE)
 
     def invoke(
         self, input: str, config: RunnableConfig | None = None, **kwargs: Any
