@@ -24,13 +24,21 @@ class TokenCounter(Protocol):
 def _encoding_counter(name: str) -> Callable[[str], int]:
     import tiktoken
 
+    from episodex._common.errors import ConfigurationError
+
     try:
         encoding = tiktoken.get_encoding(name)
     except ValueError as exc:
-        from episodex._common.errors import ConfigurationError
-
         raise ConfigurationError(
             f"unknown tiktoken encoding {name!r}; {DEFAULT_ENCODING!r} works offline"
+        ) from exc
+    except Exception as exc:
+        # tiktoken downloads most encodings on first use: offline (or behind a proxy) that
+        # fails with the network library's own error, which is not about the prompt budget.
+        raise ConfigurationError(
+            f"the tiktoken encoding {name!r} could not be loaded ({type(exc).__name__}: "
+            f"{exc}); tiktoken downloads it on first use, so it needs the network or "
+            f"TIKTOKEN_CACHE_DIR holding it; {DEFAULT_ENCODING!r} works offline"
         ) from exc
 
     def count(text: str) -> int:
