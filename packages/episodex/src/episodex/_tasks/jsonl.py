@@ -61,16 +61,22 @@ _NO_ROOM = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 
 
 def _write_error(
-    exc: OSError, path: Path, doing: str, *, take_back: OSError | None = None
+    exc: OSError,
+    path: Path,
+    doing: str,
+    *,
+    take_back: OSError | None = None,
+    outcome: str | None = None,
 ) -> EngineError:
     """The typed error of a failed write to the store file (which is left as it was).
 
     With `take_back`, the error of cutting the failed line back out: the line, whole or in
     part, may be in the file, and the store was closed so the next open reads what it holds.
+    `outcome` says what the failure left where that is neither.
     """
-    if take_back is None:
+    if outcome is None and take_back is None:
         outcome = "nothing was written"
-    else:
+    elif outcome is None:
         outcome = (
             f"taking the line back failed too ({take_back}), so the change may be in the file; "
             "the store was closed: open it again to see whether the change was stored (a part "
@@ -119,6 +125,31 @@ def _closes_at_end(raw: bytes) -> bool:
     return False
 
 
+def _record_once(side: Path, fragment: bytes) -> None:
+    """Append `fragment` as a line of the side file, unless it is its last line already.
+
+    An open that recorded it and then failed to cut it from the store file finds it again at
+    the next open: it is the same crash's line, recorded once. A side file ending in a part
+    line (an append cut short) gets a newline first, so the fragment stays a line of its own.
+    """
+    fd = os.open(side, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        size = os.fstat(fd).st_size
+        start = max(0, size - len(fragment) - 2)
+        tail = os.pread(fd, size - start, start)
+        line = fragment + b"\n"
+        if tail.endswith(line) and (size == len(line) or tail.endswith(b"\n" + line)):
+            return
+        if size and not tail.endswith(b"\n"):
+            line = b"\n" + line
+        view = memoryview(line)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 @dataclass(slots=True)
 class _Entry:
     episode: Episode
@@ -141,8 +172,9 @@ class JSONLTaskStore(BaseMemoryStore):
     Every change is one appended line (a write, an update, or a delete tombstone), flushed
     with `fsync` before the call returns; the file is replayed when the store opens. A crash
     mid-write leaves at most a torn last line: it is detected on open, appended to a
-    `<filename>.torn` side file, cut from the store file and reported in `torn_lines` and the
-    log (or, with `on_torn_line="raise"`, raised as `StoreFileError`). Any other bad line
+    `<filename>.torn` side file (once, however often an open fails to cut it), cut from the
+    store file and reported in `torn_lines` and the log (or, with `on_torn_line="raise"`,
+    raised as `StoreFileError`). Any other bad line
     raises `StoreFileError` and the file is left as it is. A change the disk cannot take (full,
     over a quota) raises `StorageFullError`, any other failed write `EngineError`, with its
     partial line taken back; when even that fails, the error says the change may be in the
@@ -288,10 +320,7 @@ class JSONLTaskStore(BaseMemoryStore):
                     "fragment to a side file and go on",
                     [(number, "torn last line: not a complete JSON record")],
                 )
-            try:
-                self.torn_lines.append(self._set_aside(number, offset, fragment))
-            except OSError as exc:
-                raise _write_error(exc, self.path, "setting its torn last line aside") from exc
+            self.torn_lines.append(self._set_aside(number, offset, fragment))
         for record in records:
             self._apply(record)
 
@@ -326,15 +355,33 @@ class JSONLTaskStore(BaseMemoryStore):
 
     def _set_aside(self, number: int, offset: int, fragment: bytes) -> TornLine:
         side = self.path.with_name(self.path.name + ".torn")
-        with side.open("ab") as fh:
-            fh.write(fragment + b"\n")
-            fh.flush()
-            os.fsync(fh.fileno())
+        doing = "setting its torn last line aside"
+        try:
+            _record_once(side, fragment)
+        except OSError as exc:
+            raise _write_error(
+                exc,
+                self.path,
+                doing,
+                outcome=f"the store file was not changed, and {side} may hold the torn line "
+                "in part",
+            ) from exc
         # Only after the fragment is safe elsewhere is it cut from the store file.
-        with self.path.open("r+b") as fh:
-            fh.truncate(offset)
-            fh.flush()
-            os.fsync(fh.fileno())
+        try:
+            fd = os.open(self.path, os.O_WRONLY)
+            try:
+                os.ftruncate(fd, offset)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise _write_error(
+                exc,
+                self.path,
+                doing,
+                outcome=f"the torn line is kept in {side}, and the store file may still end "
+                "with it: opening the store again sets it aside again (recorded once)",
+            ) from exc
         torn = TornLine(number, offset, fragment.decode("utf-8", errors="replace"), side)
         logger.warning(
             "episodex: %s ended with a torn line %d (%d bytes, a write cut short by a crash); "
