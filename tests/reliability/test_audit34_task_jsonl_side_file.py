@@ -6,6 +6,11 @@ had the fragment, and every later open appended the same fragment again. The err
 where the fragment is, and a fragment already recorded last in the side file is not appended
 again.
 
+An append whose file could not be closed (`close` reports a delayed write error on network
+file systems) raised the raw `OSError`, outside episodex's error tree, while the line may be
+in the file and the index went on without it. It now raises the store's typed error saying
+the change may be in the file, and closes the store, so the next open reads what it holds.
+
 The operating system cannot be made to fail `ftruncate` or `close` on demand: they are replaced
 for the failing calls.
 """
@@ -18,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from episodex import EngineError, Episode, JSONLTaskStore, Task
+from episodex import EngineError, Episode, JSONLTaskStore, StoreClosedError, Task
 
 
 def _fail(code: int) -> Callable[..., None]:
@@ -72,3 +77,42 @@ async def test_a_fragment_seen_again_later_is_recorded_again(tmp_path: Path) -> 
         path.write_bytes(whole + torn)
         JSONLTaskStore(tmp_path).close()
     assert side.read_bytes() == fragment + b"\n" + other + b"\n" + fragment + b"\n"
+
+
+def _close_then_fail(code: int) -> Callable[[int], None]:
+    """`os.close` that closes the first fd it is given and then fails, as NFS does."""
+    real_close = os.close
+    calls: list[int] = []
+
+    def close(fd: int) -> None:
+        real_close(fd)
+        if not calls:
+            calls.append(fd)
+            raise OSError(code, os.strerror(code))
+
+    return close
+
+
+@pytest.mark.parametrize("write_fails", [False, True], ids=["written", "taken-back"])
+async def test_an_append_whose_file_cannot_be_closed_says_the_line_may_be_stored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, write_fails: bool
+) -> None:
+    store = JSONLTaskStore(tmp_path)
+    await store.write(Episode(id_="e0", task=Task(instruction="task 0")))
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "close", _close_then_fail(errno.EIO))
+        if write_fails:
+            patch.setattr(os, "fsync", _fail(errno.EIO))
+        with pytest.raises(EngineError) as info:
+            await store.write(Episode(id_="e1", task=Task(instruction="task 1")))
+    message = str(info.value)
+    assert "nothing was written" not in message
+    assert "may be in the file" in message and "open it again" in message
+    with pytest.raises(StoreClosedError):  # no more appends after what the index lacks
+        await store.write(Episode(id_="e2", task=Task(instruction="task 2")))
+    store.close()
+    reopened = JSONLTaskStore(tmp_path)
+    expected = ["e0"] if write_fails else ["e0", "e1"]
+    assert sorted(e.id_ for e in await reopened.read_recent(5)) == expected
+    assert reopened.torn_lines == []
+    reopened.close()

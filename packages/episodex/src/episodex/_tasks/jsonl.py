@@ -56,6 +56,12 @@ from episodex._tasks.store import (
 __all__ = ["JSONLTaskStore"]
 
 
+# What a failed append leaves when it may have reached the file.
+_MAY_BE_STORED = (
+    "the change may be in the file; the store was closed: open it again to see whether the "
+    "change was stored"
+)
+
 # What a write that ran out of room fails with: no space, over a quota, over a size limit.
 _NO_ROOM = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 
@@ -432,28 +438,46 @@ class JSONLTaskStore(BaseMemoryStore):
         except OSError as exc:
             raise _write_error(exc, self.path, "appending") from exc
         try:
-            size = os.fstat(fd).st_size
-            try:
-                view = memoryview(line)
-                while view:
-                    written = os.write(fd, view)
-                    view = view[written:]
-                if self._fsync:
-                    os.fsync(fd)
-            except OSError as exc:
-                # Disk full or similar: take the partial line back so the file stays whole.
-                try:
-                    os.ftruncate(fd, size)
-                except OSError as cut:
-                    # The line (or part of it) stays where the index does not hold it: no
-                    # later append may go on after it, and only a new open can read it.
-                    self._closed = True
-                    self._file_lock.release()
-                    raise _write_error(exc, self.path, "appending", take_back=cut) from exc
-                raise _write_error(exc, self.path, "appending") from exc
+            self._write_line(fd, line)
         finally:
-            os.close(fd)
+            try:
+                os.close(fd)
+            except OSError as exc:
+                # A network file system reports a delayed write error here, after the line (or
+                # its taking back) went out: the line may be stored where the index lacks it.
+                self._close_for_reopen()
+                raise _write_error(
+                    exc, self.path, "closing it after appending", outcome=_MAY_BE_STORED
+                ) from exc
         self._needs_newline = False
+
+    def _write_line(self, fd: int, line: bytes) -> None:
+        """Append `line` to the open store file `fd`, taking a failed line back out."""
+        try:
+            size = os.fstat(fd).st_size
+        except OSError as exc:
+            raise _write_error(exc, self.path, "appending") from exc
+        try:
+            view = memoryview(line)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            if self._fsync:
+                os.fsync(fd)
+        except OSError as exc:
+            # Disk full or similar: take the partial line back so the file stays whole.
+            try:
+                os.ftruncate(fd, size)
+            except OSError as cut:
+                self._close_for_reopen()
+                raise _write_error(exc, self.path, "appending", take_back=cut) from exc
+            raise _write_error(exc, self.path, "appending") from exc
+
+    def _close_for_reopen(self) -> None:
+        # The line (or part of it) may stay where the index does not hold it: no later append
+        # may go on after it, and only a new open can read it.
+        self._closed = True
+        self._file_lock.release()
 
     # -- the index -----------------------------------------------------------------------
 
