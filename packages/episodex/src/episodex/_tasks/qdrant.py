@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
+import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Unpack
@@ -283,7 +284,7 @@ class QdrantTaskStore(BaseMemoryStore):
 
     def _restored(self, hits: Sequence[Hit]) -> list[Point]:
         """Stored episodes as they were, their vectors made again from their stored text."""
-        texts = [str(h.payload.get("text", "")) for h in hits]
+        texts = [_restored_text(h) for h in hits]
         dense = embed_documents(self.embedder, texts)
         return [
             Point(
@@ -553,6 +554,22 @@ def _readable(n: int, read: Callable[[int], list[Hit]]) -> list[Episode]:
             return None
 
     return read_readable(n, read, keep)
+
+
+def _restored_text(hit: Hit) -> str:
+    """The text a stored point written back is indexed by: never empty, so it is found.
+
+    Its stored text when readable, else (written by another program or an older release) the
+    text its episode gives, as a new write of it would index; a point whose record cannot be
+    read either (left out by every read) by its payload as JSON.
+    """
+    text = hit.payload.get("text")
+    if isinstance(text, str) and text.strip():
+        return text
+    try:
+        return embedded_text_arg(Episode.parse(hit.payload["episode"]), None)
+    except (ValidationError, KeyError):
+        return json.dumps(hit.payload, sort_keys=True, default=str)
 
 
 def _custom_text(old: Hit, episode: Episode) -> str | None:
