@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import math
+import numbers
 from collections.abc import Generator, Mapping
 from typing import Any
 
@@ -13,14 +15,37 @@ from episodex import (
     EpisodicMemory,
     RecallOptions,
     SyncEpisodicMemory,
+    ValidationError,
     validate_recall_options,
 )
 from episodex import require_id as check_id
 
-__all__ = ["RECALL_OPTIONS", "check_recall_options", "configuration_errors", "require_id"]
+__all__ = [
+    "RECALL_OPTIONS",
+    "check_recall_options",
+    "configuration_errors",
+    "require_id",
+    "tokens_to_cut",
+]
 
 RECALL_OPTIONS: frozenset[str] = RecallOptions.__optional_keys__
 """The `EpisodicMemory.recall` options an adapter passes through: the same in every adapter."""
+
+
+def tokens_to_cut(tokens_to_truncate: object) -> int:
+    """The tokens `Memory` asks a block's `atruncate` to cut, as an int of at least 0.
+
+    A bool, a non-number or a number that is not finite is a `ValidationError`.
+    """
+    if (
+        isinstance(tokens_to_truncate, bool)
+        or not isinstance(tokens_to_truncate, numbers.Real)
+        or not math.isfinite(float(tokens_to_truncate))
+    ):
+        raise ValidationError(
+            f"tokens_to_truncate must be a number of tokens, got {tokens_to_truncate!r:.80}"
+        )
+    return max(int(float(tokens_to_truncate)), 0)
 
 
 def require_id(name: str, value: object) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import html
 import logging
-import math
 import threading
 from collections import OrderedDict
 from pathlib import Path
@@ -13,7 +12,11 @@ from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
 from llama_index.core.memory.memory import BaseMemoryBlock
-from llama_index.memory.episodex._checks import check_recall_options, configuration_errors
+from llama_index.memory.episodex._checks import (
+    check_recall_options,
+    configuration_errors,
+    tokens_to_cut,
+)
 from llama_index.memory.episodex._checks import require_id as require_config_id
 from llama_index.memory.episodex._llm import Encoding, counter_of
 from llama_index.memory.episodex._messages import (
@@ -403,21 +406,14 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
         Counts with this block's `encoding`; returns None when nothing fits, and also for a
         text this block did not render lately (then `Memory` drops it whole, its default).
         """
-        if (
-            isinstance(tokens_to_truncate, bool)
-            or not isinstance(tokens_to_truncate, int | float)  # pyright: ignore[reportUnnecessaryIsInstance]
-            or not math.isfinite(tokens_to_truncate)
-        ):
-            raise ValidationError(
-                f"tokens_to_truncate must be a number of tokens, got {tokens_to_truncate!r:.80}"
-            )
+        cut = tokens_to_cut(tokens_to_truncate)
         # Memory also asks blocks that returned nothing, passing them an empty list.
         with self._shared:
             result = self._renders.get(content) if isinstance(content, str) else None  # pyright: ignore[reportUnnecessaryIsInstance]
         if result is None:
             return None
         count = counter_of(self.encoding)
-        budget = count(content) - max(int(tokens_to_truncate), 0)
+        budget = count(content) - cut
         if budget <= 0:
             return None
         block = format_recall(result, max_tokens=budget, encoding=count)

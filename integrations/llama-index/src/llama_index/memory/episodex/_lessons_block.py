@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import math
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol, runtime_checkable
@@ -11,7 +10,7 @@ from xml.sax.saxutils import escape
 
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.memory.memory import BaseMemoryBlock
-from llama_index.memory.episodex._checks import configuration_errors
+from llama_index.memory.episodex._checks import configuration_errors, tokens_to_cut
 from llama_index.memory.episodex._llm import Encoding, counter_of
 from llama_index.memory.episodex._messages import (
     check_messages,
@@ -169,19 +168,12 @@ class LessonsMemoryBlock(BaseMemoryBlock[str]):
         Counts with this block's `encoding`; returns None when no lesson fits (then `Memory`
         drops the block).
         """
-        if (
-            isinstance(tokens_to_truncate, bool)
-            or not isinstance(tokens_to_truncate, int | float)  # pyright: ignore[reportUnnecessaryIsInstance]
-            or not math.isfinite(tokens_to_truncate)
-        ):
-            raise ValidationError(
-                f"tokens_to_truncate must be a number of tokens, got {tokens_to_truncate!r:.80}"
-            )
+        cut = tokens_to_cut(tokens_to_truncate)
         # Memory also asks blocks that returned nothing, passing them an empty list.
         if not isinstance(content, str) or not content:  # pyright: ignore[reportUnnecessaryIsInstance]
             return None
         count = counter_of(self.encoding)
-        budget = count(content) - max(int(tokens_to_truncate), 0)
+        budget = count(content) - cut
         return (_fit(content, budget, count) or None) if budget > 0 else None
 
     async def _aput(self, messages: list[ChatMessage]) -> None:
