@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -152,7 +154,7 @@ class LessonStore:
                 )
             )
         upsert_or_take_back(
-            self.engine, self.collection, points, before, _restored, "store_memories"
+            self.engine, self.collection, points, before, self._restored, "store_memories"
         )
         return embedded
 
@@ -201,6 +203,43 @@ class LessonStore:
                 report_unreadable("step memory", pid, _why(exc))
         return in_order(memories)
 
+    def _restored(self, hits: Sequence[Hit]) -> list[Point]:
+        """Stored steps as they were, payload and all, each with a vector this store takes.
+
+        The state vector is the `internal_state_embedding` kept in the payload; a step without
+        a usable one (none, not a vector of this store's length, or one another model made:
+        written by another program or an older release) is indexed by its state text embedded,
+        as a new write of it would be (a step without a readable state text by its payload as
+        JSON). Written back with an empty or short vector it was refused, so the take-back
+        failed and the failed write stayed stored.
+        """
+        vectors = [self._usable_vector(h.payload) for h in hits]
+        redo = [i for i, v in enumerate(vectors) if v is None]
+        made = iter(self.embed([_state_text(hits[i].payload) for i in redo]))
+        return [
+            Point(
+                id=h.id,
+                dense={"state": v if v is not None else next(made)},
+                sparse={},
+                payload=dict(h.payload),
+            )
+            for h, v in zip(hits, vectors, strict=True)
+        ]
+
+    def _usable_vector(self, payload: Mapping[str, Any]) -> list[float] | None:
+        vector = payload.get("internal_state_embedding")
+        model = payload.get("embedding_model")
+        if model is not None and model != self.embedder.model_id:
+            return None
+        if not isinstance(vector, list) or len(vector) != self.embedder.dimension:  # pyright: ignore[reportUnknownArgumentType]
+            return None
+        values: list[float] = []
+        for x in vector:  # pyright: ignore[reportUnknownVariableType]
+            if isinstance(x, bool) or not isinstance(x, int | float) or not math.isfinite(x):
+                return None
+            values.append(float(x))
+        return values
+
     def count(self, flt: Filter) -> int:
         return self.engine.count(self.collection, flt)
 
@@ -208,17 +247,12 @@ class LessonStore:
         return delete_counted(self.engine, self.collection, flt)
 
 
-def _restored(hits: Sequence[Hit]) -> list[Point]:
-    """Stored steps as they were: the state embedding is kept in the payload too."""
-    return [
-        Point(
-            id=h.id,
-            dense={"state": h.payload.get("internal_state_embedding") or []},
-            sparse={},
-            payload=dict(h.payload),
-        )
-        for h in hits
-    ]
+def _state_text(payload: Mapping[str, Any]) -> str:
+    """The text a restored step without a usable state vector is embedded from."""
+    text = payload.get("internal_state")
+    if isinstance(text, str) and text.strip():
+        return text
+    return json.dumps(payload, sort_keys=True, default=str)
 
 
 def in_order(memories: list[StepMemory]) -> list[StepMemory]:
