@@ -79,6 +79,10 @@ def format_lessons(lessons: Iterable[RetrievedLesson | StepMemory], *, max_chars
     max_chars = require_int("max_chars", max_chars, minimum=_MIN_CHARS)
     if isinstance(lessons, RetrievedLesson | StepMemory | str | bytes):
         raise ValidationError("format_lessons takes a list of lessons, not a single one")
+    if not isinstance(lessons, Iterable):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ValidationError(
+            f"format_lessons takes a list of lessons, got {type(lessons).__name__}"
+        )
     lines: list[str] = []
     number = 0
     for item in lessons:

@@ -32,11 +32,23 @@ _COLUMNS = tuple(StepMemory.model_fields)
 _JSON_COLUMNS = {"env_pre", "env_post", "internal_state_embedding", "metadata"}
 
 
+def _refuse_non_list(items: object) -> None:
+    """`ValidationError` unless `items` is a list (an iterable) of memories, in every format.
+
+    A single step (a model iterates as its fields) or None failed with a raw TypeError, or,
+    in the prompt format, with an error about a tuple the caller never gave.
+    """
+    if isinstance(items, Mapping | str | bytes | StepMemory | RetrievedLesson):
+        raise ValidationError("export_memories takes a list of step memories, not a single one")
+    if not isinstance(items, Iterable):
+        raise ValidationError(
+            f"export_memories takes a list of step memories, got {type(items).__name__}"
+        )
+
+
 def _memories(
     items: Iterable[StepMemory | RetrievedLesson | Mapping[str, Any]],
 ) -> list[StepMemory]:
-    if isinstance(items, Mapping | str | bytes | StepMemory | RetrievedLesson):
-        raise ValidationError("export_memories takes a list of step memories, not a single one")
     out: list[StepMemory] = []
     for i, item in enumerate(items):
         out.append(
@@ -94,9 +106,8 @@ def export_memories(
     front, shown as text by the apps and taken off again by `import_memories`. `prompt` is
     the REPEAT/AVOID block of `format_lessons`.
     """
+    _refuse_non_list(memories)
     if fmt == "prompt":
-        if isinstance(memories, Mapping | str | bytes):
-            raise ValidationError("export_memories takes a list of step memories, not a single one")
         return format_lessons(
             m if isinstance(m, RetrievedLesson | StepMemory) else StepMemory.parse(m)
             for m in memories
