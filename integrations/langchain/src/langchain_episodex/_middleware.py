@@ -7,6 +7,7 @@ import logging
 import os
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from datetime import datetime
 from numbers import Integral
 from typing import Any, Literal, Protocol, cast, runtime_checkable
 
@@ -814,20 +815,34 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         that waited kept the branch it left stored (`_forget_left_branch` never forgets before
         the run is stored), and nothing else would forget it. For each thread line of the
         write, its stored episodes from the first position the write holds on are of a branch
-        left behind: those recorded after the write's runs are in this write or later ones.
+        left behind, if it was recorded before the run of this write at or before its
+        position (the runs recorded after it are its thread's continuation: this write's,
+        later ones', or stored already by another recorder, another worker of the service
+        on the same thread, while this run waited here).
         """
         assert self.memory is not None  # episodes mode: the recorder's owner
         store = self.memory.store
-        lines: dict[tuple[str, str, str, str, str], int] = {}
+        lines: dict[tuple[str, str, str, str, str], list[tuple[int, datetime]]] = {}
         for episode in written:
             thread = episode.metadata.get("thread_id")
             root = episode.metadata.get("thread_root")
-            if not isinstance(thread, str) or not isinstance(root, str):
+            begun = episode.timestamp_begin  # the recorder sets it when the run is recorded
+            if not isinstance(thread, str) or not isinstance(root, str) or begun is None:
                 continue
             line = (episode.user_id, episode.agent_id, episode.conversation_id, thread, root)
-            lines[line] = min(lines.get(line, episode.start_index), episode.start_index)
+            lines.setdefault(line, []).append((episode.start_index, begun))
         kept = {episode.point_id for episode in written}
-        for (user_id, agent_id, conversation_id, thread, root), first in lines.items():
+
+        def left_behind(item: Mapping[str, Any], runs: list[tuple[int, datetime]]) -> bool:
+            # Recorded (its time set by the recorder) before a run of the write it comes
+            # after in the thread: the branch that run's fork left.
+            recorded = item.get("timestamp_end")
+            position = int(item.get("start_index", -1))
+            return isinstance(recorded, datetime) and any(
+                position >= start and recorded < begun for start, begun in runs
+            )
+
+        for (user_id, agent_id, conversation_id, thread, root), runs in lines.items():
             while True:
                 recent = store.read_recent(
                     _BRANCH_WINDOW,
@@ -840,8 +855,8 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
                     for item in recent
                     if item.get("metadata", {}).get("thread_id") == thread
                     and item.get("metadata", {}).get("thread_root") == root
-                    and int(item.get("start_index", -1)) >= first
                     and item["point_id"] not in kept
+                    and left_behind(item, runs)
                 ]
                 for point_id in left:
                     store.forget(point_id=point_id, user_id=user_id, agent_id=agent_id)
