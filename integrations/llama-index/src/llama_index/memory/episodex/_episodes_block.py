@@ -629,6 +629,18 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
             same = all(k is None or k == s for s, k in zip(shown, kept, strict=False))
             if same and (len(shown) >= len(kept) or leaving):
                 return
+        pending = self._pending.get(conversation, [])
+        if (
+            not kept
+            and pending
+            and shown[: len(pending)] == pending[: len(shown)]
+            and (leaving or len(shown) >= len(pending))
+        ):
+            # The history the last read saw goes on with what it left unrecorded: the same
+            # history, never another one coming back. A history a reset began the same way
+            # as an earlier one (a greeting said again) would otherwise be taken for it, and
+            # its messages for recorded ones: never stored.
+            return
         # Another `Memory` of the session (a second tab of the chat) coming back: its history
         # begins with the recorded messages it held when the block last saw it.
         other = max(
@@ -643,7 +655,6 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
         if other is None and not kept:
             # Nothing recorded to tell by: a history replaced under messages held (the start of
             # an exchange) no longer goes on with what the last read left unrecorded.
-            pending = self._pending.get(conversation, [])
             if not held or (
                 shown[: len(pending)] == pending[: len(shown)]
                 and (leaving or len(shown) >= len(pending))
