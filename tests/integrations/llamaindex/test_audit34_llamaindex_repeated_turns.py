@@ -10,6 +10,8 @@ from __future__ import annotations
 import pytest
 from episodex import EpisodicMemory
 from llama_index.core.base.llms.types import ChatMessage
+from llama_index.core.chat_engine import SimpleChatEngine
+from llama_index.core.llms import MockLLM
 from llama_index.core.memory import Memory
 from llama_index.memory.episodex import EpisodicMemoryBlock, offline_tokenizer
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -125,3 +127,22 @@ async def test_a_greeting_said_again_after_a_reset_is_stored(
     expected += await _turn(chat, "Where is my parcel?", "It left the depot today.")
     await block.aflush(chat)
     assert await _lines(memory, user, session) == expected
+
+
+@pytest.mark.parametrize("limits", [{}, SMALL], ids=["no-flush", "flushing"])
+async def test_a_chat_engine_user_saying_yes_again_and_again_is_stored_each_time(
+    memory: EpisodicMemory, user: str, chat_engine: AsyncEngine, limits: dict[str, float]
+) -> None:
+    session = f"chat-engine-yes-{len(limits)}"
+    block = EpisodicMemoryBlock(memory=memory, user_id=user, agent_id=AGENT)
+    chat = _memory(session, block, chat_engine, **limits)
+    engine = SimpleChatEngine.from_defaults(llm=MockLLM(max_tokens=4), memory=chat)
+    questions = ["Please check my parcel to Lyon", *(["yes"] * 6), "thanks", "thanks"]
+    for question in questions:
+        await engine.achat(question)
+    await block.aflush(chat)
+    lines = await _lines(memory, user, session)
+    assert [line for line in lines if line.startswith("user: ")] == [
+        f"user: {q}" for q in questions
+    ]
+    assert len(lines) == 2 * len(questions)
