@@ -538,6 +538,16 @@ class EpisodeStore:
                 raise
         return ids
 
+    def _reindexed_elsewhere(self) -> str | None:
+        """On a server, why another process's re-index may undo this store's last change.
+
+        One request (`QdrantClientEngine.reindexing`); None on an engine whose re-index holds
+        this store's lock, and when nothing moves.
+        """
+        if self._moves is None or self._generation is None:
+            return None
+        return self._moves(self.collection, self._generation)
+
     def _confirm_written(self, call: str) -> None:
         """On a server, raise if another process's re-index may lose the writes just made.
 
@@ -547,9 +557,7 @@ class EpisodeStore:
         after the switch, through the name, with vectors of this store's models among the new
         ones. The caller takes such a write back. One request per call.
         """
-        if self._moves is None or self._generation is None:
-            return
-        why = self._moves(self.collection, self._generation)
+        why = self._reindexed_elsewhere()
         if why is not None:
             raise EmbedderMismatchError(
                 f"{call} was taken back: {why} (another process re-indexes the episode "
@@ -864,6 +872,39 @@ class EpisodeStore:
         the query names one and `dated_weight` is above 0; `speakers` when the query has a word
         and a speaker weight is above 0 (a speaker stream of weight 0 is left out).
         """
+        labels, dense_vec, sparse, learned = self._encoded(query, weights, period, speakers)
+        dense = [] if dense_vec is None else dense_vec.tolist()
+        streams: list[Stream] = []
+        for label in labels:
+            if label in ("short", "long"):
+                streams.append(Stream(label, dense, stage1))
+            elif label == "dated":
+                streams.append(Stream("short", dense, stage1, name="dated", filter=period))
+            elif label == "speaker":
+                streams.append(Stream("long", dense, stage1, name="speaker", filter=speakers))
+            elif label == "bm25" and sparse is not None:
+                streams.append(Stream("bm25", sparse, stage1))
+            elif label == "speaker_bm25" and sparse is not None:
+                streams.append(Stream("bm25", sparse, stage1, name="speaker_bm25", filter=speakers))
+            elif learned is not None:
+                # One query vector serves both learned streams.
+                streams.append(Stream(label, learned, stage1))
+        return streams
+
+    def _encoded(
+        self,
+        query: str,
+        weights: Mapping[str, float],
+        period: Filter | None,
+        speakers: Filter | None,
+        *,
+        dense: bool = True,
+    ) -> tuple[list[str], npt.NDArray[np.float32] | None, SparseVec | None, SparseVec | None]:
+        """The labels of the streams the query runs (`_stream_labels`), and its query vectors.
+
+        Only the encoders a stream could use are run (the dense one not at all unless
+        `dense`); a sparse stream whose query vector has no index is left out.
+        """
         could = _stream_labels(
             weights,
             period=period is not None,
@@ -871,7 +912,7 @@ class EpisodeStore:
             bm25_terms=True,
             learned_terms=self.splade is not None,
         )
-        want_dense = any(label in _DENSE_LABELS for label in could)
+        want_dense = dense and any(label in _DENSE_LABELS for label in could)
         want_bm25 = "bm25" in could or "speaker_bm25" in could
         want_learned = any(label in LEARNED for label in could)
         splade = self.splade
@@ -891,23 +932,7 @@ class EpisodeStore:
             bm25_terms=sparse is not None and bool(sparse.indices),
             learned_terms=learned is not None and bool(learned.indices),
         )
-        dense = [] if dense_vec is None else dense_vec.tolist()
-        streams: list[Stream] = []
-        for label in labels:
-            if label in ("short", "long"):
-                streams.append(Stream(label, dense, stage1))
-            elif label == "dated":
-                streams.append(Stream("short", dense, stage1, name="dated", filter=period))
-            elif label == "speaker":
-                streams.append(Stream("long", dense, stage1, name="speaker", filter=speakers))
-            elif label == "bm25" and sparse is not None:
-                streams.append(Stream("bm25", sparse, stage1))
-            elif label == "speaker_bm25" and sparse is not None:
-                streams.append(Stream("bm25", sparse, stage1, name="speaker_bm25", filter=speakers))
-            elif learned is not None:
-                # One query vector serves both learned streams.
-                streams.append(Stream(label, learned, stage1))
-        return streams
+        return labels, dense_vec, sparse, learned
 
     def score_ceiling(self, query: str, **options: Unpack[RecallOptions]) -> float:
         """The highest fused score `recall(query=query, **options)` can give an episode.
@@ -925,29 +950,7 @@ class EpisodeStore:
         k = _int_option(options, "rrf_k", DEFAULT_RRF_K)
         weights = self._weights(options)
         period, speakers = _query_filters(query, weights)
-        dated, spoken = period is not None, speakers is not None
-        could = _stream_labels(
-            weights,
-            period=dated,
-            speakers=spoken,
-            bm25_terms=True,
-            learned_terms=self.splade is not None,
-        )
-        bm25_terms = ("bm25" in could or "speaker_bm25" in could) and bool(
-            self.bm25.query(query).indices
-        )
-        learned_terms = (
-            self.splade is not None
-            and any(label in LEARNED for label in could)
-            and bool(self.splade.query(query).indices)
-        )
-        labels = _stream_labels(
-            weights,
-            period=dated,
-            speakers=spoken,
-            bm25_terms=bm25_terms,
-            learned_terms=learned_terms,
-        )
+        labels = self._encoded(query, weights, period, speakers, dense=False)[0]
         return sum(weights[name] for name in labels) / (k + 1)
 
     def count(self, *, user_id: str, agent_id: str, conversation_id: str | None = None) -> int:
@@ -1096,9 +1099,7 @@ class EpisodeStore:
         One that finds it may have landed after the catch-up copied the episodes, which the
         switch then serves again. One request per call, as for writes (`_confirm_written`).
         """
-        if not forgotten or self._moves is None or self._generation is None:
-            return
-        why = self._moves(self.collection, self._generation)
+        why = self._reindexed_elsewhere() if forgotten else None
         if why is not None:
             raise EmbedderMismatchError(
                 f"forget deleted {forgotten} episodes, but {why} (another process re-indexes "
