@@ -47,6 +47,7 @@ from episodex._engines.collection import (
     delete_counted,
     foreign_claims,
     open_collection,
+    stored_points,
     tenant_filter,
 )
 from episodex._engines.locks import switch_count, write_lock
@@ -569,15 +570,8 @@ class EpisodeStore:
 
     def _stored(self, episodes: Sequence[ConversationEpisode]) -> dict[str, Hit]:
         """The stored points that episodes with explicit ids would replace."""
-        wanted = tuple(dict.fromkeys(ep.point_id for ep in episodes if ep.point_id is not None))
-        found: dict[str, Hit] = {}
-        for start in range(0, len(wanted), 1024):
-            chunk = wanted[start : start + 1024]
-            hits, _ = self.engine.scroll(
-                self.collection, Filter(must=(HasId(chunk),)), limit=len(chunk)
-            )
-            found.update((h.id, h) for h in hits)
-        return found
+        wanted = [ep.point_id for ep in episodes if ep.point_id is not None]
+        return stored_points(self.engine, self.collection, wanted)
 
     def _take_back(
         self,
