@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from episodex import (
+    ConfigurationError,
     EpisodicMemory,
     JSONLTaskStore,
     StepLessonMemory,
@@ -105,4 +106,11 @@ async def test_task_filter_takes_a_numpy_int(tmp_path: Path) -> None:
 
 def test_server_engine_timeout_takes_a_numpy_float() -> None:
     engine = QdrantClientEngine(url=None, location=":memory:", timeout=np.float32(2.5))  # pyright: ignore[reportArgumentType]
-    engine.close()
+    try:
+        assert engine.kind == "memory"
+    finally:
+        engine.close()
+    # The same checks as for a float: a numpy value that is no timeout is still refused.
+    for wrong in (np.float32(0.0), np.float32(-1.0), np.float32("nan")):
+        with pytest.raises(ConfigurationError, match="timeout must be a positive number"):
+            QdrantClientEngine(url=None, location=":memory:", timeout=wrong)  # pyright: ignore[reportArgumentType]
