@@ -14,6 +14,7 @@ import asyncio
 import contextvars
 import logging
 import uuid
+import weakref
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -81,12 +82,47 @@ _KEPT_ATTEMPTS = 1024
 _AttemptKey = tuple[str, str, str, str]
 
 
+class _Start:
+    """One `init_episode`, shared by its task and the tasks created from that one since.
+
+    Tasks created from the starting task inherit its context, and with it its attempt in
+    progress; when the starting task ends the attempt, it is ended in all of them too (a
+    worker begun during a request showed its lessons to, and took the steps of, whatever
+    that worker did next). A task created from it that ends the attempt ends it there only.
+    """
+
+    __slots__ = ("_task", "ended")
+
+    def __init__(self) -> None:
+        task = _running_task()
+        self._task = None if task is None else weakref.ref(task)
+        self.ended = False
+
+    def by_starter(self) -> bool:
+        """Whether the current task is the one that made this start."""
+        task = _running_task()
+        return task is not None and self._task is not None and self._task() is task
+
+
+def _running_task() -> asyncio.Task[Any] | None:
+    try:
+        return asyncio.current_task()
+    except RuntimeError:  # no running event loop
+        return None
+
+
 @dataclass(frozen=True, slots=True)
 class _Own:
     """The attempt a task (or thread) started, and whether that task has ended it since."""
 
     key: _AttemptKey
-    ended: bool = False
+    start: _Start
+    ended_here: bool = False
+
+    @property
+    def ended(self) -> bool:
+        """Ended in this task, or by the task that started it (see `_Start`)."""
+        return self.ended_here or self.start.ended
 
 
 def _key(attempt: Attempt) -> _AttemptKey:
@@ -331,7 +367,7 @@ class StepLessonMemory:
         self._attempts.move_to_end(_key(attempt))
         while len(self._attempts) > _KEPT_ATTEMPTS:
             self._attempts.popitem(last=False)
-        self._current.set(_Own(_key(attempt)))
+        self._current.set(_Own(_key(attempt), _Start()))
         return attempt
 
     async def record_step_start(
@@ -545,15 +581,18 @@ class StepLessonMemory:
         """Store the attempt's steps, then grade them (see `grade_episode`).
 
         From the start of the call, the attempt is no longer in progress in this task (or
-        thread): its steps and grades can be read back and stored again, but lessons for a
-        new state and new steps need the next `init_episode` (or the attempt as `attempt=`).
+        thread), nor, when this task started it, in the tasks created from this one since:
+        its steps and grades can be read back and stored again, but lessons for a new state
+        and new steps need the next `init_episode` (or the attempt as `attempt=`).
         """
         episode = self._require_episode(attempt, ended=True)
         own = self._own()
         if own is not None and own.key == _key(episode):
             # Until the next init_episode here, a server thread (or a worker's task) reused
             # for another user's request showed it this attempt's lessons and took its steps.
-            self._current.set(_Own(own.key, ended=True))
+            if own.start.by_starter():
+                own.start.ended = True
+            self._current.set(_Own(own.key, own.start, ended_here=True))
         await self.persist_memories(final_env=final_env, attempt=episode)
         return await self.grade_episode(grader, attempt=episode)
 
