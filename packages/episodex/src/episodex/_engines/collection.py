@@ -122,6 +122,21 @@ def stored_points(engine: Engine, collection: str, ids: Sequence[str]) -> dict[s
     return found
 
 
+def stored_dense_vectors(
+    engine: Engine, collection: str, ids: Sequence[str]
+) -> dict[str, dict[str, list[float]]]:
+    """The dense vectors stored at `ids` where the engine can read them, else none.
+
+    A point taken back after a failed write is written back with them where its payload does
+    not keep them; an engine that cannot read vectors (one of another program's) leaves the
+    caller to make them anew.
+    """
+    read = getattr(engine, "dense_vectors", None)
+    if read is None or not ids:
+        return {}
+    return read(collection, ids)
+
+
 def upsert_or_take_back(
     engine: Engine,
     collection: str,

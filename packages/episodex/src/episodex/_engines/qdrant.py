@@ -579,6 +579,34 @@ class QdrantClientEngine:
         hits = [_hit(r) for r in records]
         return hits, (None if order is not None or next_offset is None else str(next_offset))
 
+    def dense_vectors(
+        self, collection: str, ids: Sequence[str]
+    ) -> dict[str, dict[str, list[float]]]:
+        """The dense vectors stored at `ids`, by point id and vector name.
+
+        For writing a point back as it was (taking back a failed write): a vector its payload
+        does not keep could otherwise only be made anew, and differ from the stored one.
+        """
+        found: dict[str, dict[str, list[float]]] = {}
+        wanted = list(dict.fromkeys(ids))
+        for start in range(0, len(wanted), 1024):
+            chunk = wanted[start : start + 1024]
+            records = self._call(
+                "retrieve",
+                lambda chunk=chunk: self._client.retrieve(
+                    self._name(collection), ids=chunk, with_payload=False, with_vectors=True
+                ),
+            )
+            for record in records:
+                vectors = record.vector if isinstance(record.vector, dict) else {}
+                # Dense vectors only: a sparse one is an object, a multivector a list of lists.
+                found[str(record.id)] = {
+                    name: [x for x in v if isinstance(x, int | float)]
+                    for name, v in vectors.items()
+                    if isinstance(v, list) and all(isinstance(x, int | float) for x in v)
+                }
+        return found
+
     def count(self, collection: str, flt: Filter) -> int:
         """Count matching points exactly."""
         result = self._call(

@@ -18,6 +18,7 @@ from episodex._engines.collection import (
     foreign_claims,
     might_apply_failed_writes,
     open_collection,
+    stored_dense_vectors,
     stored_points,
     tenant_filter,
     upsert_or_take_back,
@@ -138,6 +139,13 @@ class LessonStore:
     def _upsert(
         self, embedded: list[StepMemory], before: Mapping[str, Hit] | None
     ) -> list[StepMemory]:
+        # A replaced step whose payload keeps no usable state vector (another program's, an
+        # older release's) is written back by the vector it is stored with, read now.
+        kept = stored_dense_vectors(
+            self.engine,
+            self.collection,
+            [i for i, h in (before or {}).items() if self._usable_vector(h.payload) is None],
+        )
         points: list[Point] = []
         for m in embedded:
             payload = m.model_dump(mode="json", exclude={"id"})
@@ -154,7 +162,12 @@ class LessonStore:
                 )
             )
         upsert_or_take_back(
-            self.engine, self.collection, points, before, self._restored, "store_memories"
+            self.engine,
+            self.collection,
+            points,
+            before,
+            lambda hits: self._restored(hits, kept),
+            "store_memories",
         )
         return embedded
 
@@ -203,17 +216,25 @@ class LessonStore:
                 report_unreadable("step memory", pid, _why(exc))
         return in_order(memories)
 
-    def _restored(self, hits: Sequence[Hit]) -> list[Point]:
+    def _restored(
+        self, hits: Sequence[Hit], kept: Mapping[str, Mapping[str, list[float]]]
+    ) -> list[Point]:
         """Stored steps as they were, payload and all, each with a vector this store takes.
 
         The state vector is the `internal_state_embedding` kept in the payload; a step without
         a usable one (none, not a vector of this store's length, or one another model made:
-        written by another program or an older release) is indexed by its state text embedded,
-        as a new write of it would be (a step without a readable state text by its payload as
-        JSON). Written back with an empty or short vector it was refused, so the take-back
-        failed and the failed write stayed stored.
+        written by another program or an older release) gets the vector it was stored with
+        (`kept`, read before the write), and where the engine could not read it, its state
+        text embedded, as a new write of it would be (a step without a readable state text
+        its payload as JSON). Written back with an empty or short vector it was refused, so
+        the take-back failed and the failed write stayed stored.
         """
-        vectors = [self._usable_vector(h.payload) for h in hits]
+        vectors: list[list[float] | None] = []
+        for h in hits:
+            vector = self._usable_vector(h.payload)
+            vectors.append(
+                vector if vector is not None else self._fitting(kept.get(h.id, {}).get("state"))
+            )
         redo = [i for i, v in enumerate(vectors) if v is None]
         made = iter(self.embed([_state_text(hits[i].payload) for i in redo]))
         return [
@@ -239,6 +260,11 @@ class LessonStore:
                 return None
             values.append(float(x))
         return values
+
+    def _fitting(self, vector: list[float] | None) -> list[float] | None:
+        if vector is None or len(vector) != self.embedder.dimension:
+            return None
+        return vector if all(math.isfinite(x) for x in vector) else None
 
     def count(self, flt: Filter) -> int:
         return self.engine.count(self.collection, flt)
