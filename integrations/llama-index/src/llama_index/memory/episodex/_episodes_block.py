@@ -241,10 +241,13 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
     # to line a replaced history up with them: `Memory.aset` of the whole conversation (an
     # agent run given `chat_history=`) brings back messages recorded already.
     _tail: dict[str, list[int]] = PrivateAttr(default_factory=dict[str, list[int]])
-    # Per session: the `_kept` of each other short-term history it showed lately, newest last:
-    # two `Memory` objects under one session id (two tabs of one chat) used in turn. Each
-    # switch looks like a replaced history; the one coming back is known by these.
-    _others: dict[str, list[list[int]]] = PrivateAttr(default_factory=dict[str, list[list[int]]])
+    # Per session: the `_kept` of each other short-term history it showed lately, with the
+    # first message its last read left unrecorded (None if none), newest last: two `Memory`
+    # objects under one session id (two tabs of one chat) used in turn. Each switch looks like
+    # a replaced history; the one coming back is known by these.
+    _others: dict[str, list[tuple[list[int], int | None]]] = PrivateAttr(
+        default_factory=dict[str, list[tuple[list[int], int | None]]]
+    )
     # Per session: fingerprints of the short-term messages not recorded at its last read,
     # oldest first (less those flushed since), which the history then goes on with: a
     # history not beginning with them was replaced (`Memory.areset()`).
@@ -625,33 +628,56 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
         kept = self._kept.setdefault(conversation, [])
         held = self._held.get(conversation, [])
         shown = [_fingerprint(m) for m in messages]
-        if kept:
-            same = all(k is None or k == s for s, k in zip(shown, kept, strict=False))
-            if same and (len(shown) >= len(kept) or leaving):
-                return
         pending = self._pending.get(conversation, [])
+
+        def goes_on(recorded: list[int] | list[int | None], after: int | None) -> bool:
+            # The history begins with these recorded messages and, past them, with the
+            # message the last read of that history left unrecorded. Tabs that all begin
+            # with the same greeting differ only there: without it one tab's history was
+            # taken for another's, and its recorded messages stored again.
+            if not all(k is None or k == s for s, k in zip(shown, recorded, strict=False)):
+                return False
+            if len(shown) < len(recorded) and not leaving:
+                return False
+            return after is None or len(shown) <= len(recorded) or shown[len(recorded)] == after
+
+        # Another `Memory` of the session (a second tab of the chat) coming back: its history
+        # begins with the recorded messages it held when the block last saw it.
+        other = max(
+            (o for o in self._others.get(conversation, []) if goes_on(*o)),
+            key=lambda o: len(o[0]),
+            default=None,
+        )
+        # The longer run of recorded messages wins: a history that begins with all of
+        # another tab's, more than this one's, is that tab's.
+        if (
+            kept
+            and goes_on(kept, pending[0] if pending else None)
+            and (other is None or len(other[0]) <= len(kept))
+        ):
+            return
+        # Another tab's history known by more than this one's unrecorded messages: its
+        # recorded ones and then the message its last read left unrecorded.
+        confirmed = (
+            other is not None
+            and other[1] is not None
+            and len(shown) > len(other[0])
+            and len(other[0]) + 1 > len(pending)
+        )
         if (
             not kept
             and pending
             and shown[: len(pending)] == pending[: len(shown)]
             and (leaving or len(shown) >= len(pending))
+            and not confirmed
         ):
             # The history the last read saw goes on with what it left unrecorded: the same
             # history, never another one coming back. A history a reset began the same way
             # as an earlier one (a greeting said again) would otherwise be taken for it, and
-            # its messages for recorded ones: never stored.
+            # its messages for recorded ones: never stored. Unless another tab's history
+            # explains more of it: a new tab's greeting, left unrecorded, took the other tab
+            # coming back for itself, and that tab's history was stored again.
             return
-        # Another `Memory` of the session (a second tab of the chat) coming back: its history
-        # begins with the recorded messages it held when the block last saw it.
-        other = max(
-            (
-                o
-                for o in self._others.get(conversation, [])
-                if shown[: len(o)] == o[: len(shown)] and (leaving or len(shown) >= len(o))
-            ),
-            key=len,
-            default=None,
-        )
         if other is None and not kept:
             # Nothing recorded to tell by: a history replaced under messages held (the start of
             # an exchange) no longer goes on with what the last read left unrecorded.
@@ -662,12 +688,12 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
                 return
         if kept and None not in kept:
             others = self._others.setdefault(conversation, [])
-            others.append([k for k in kept if k is not None])
+            others.append(([k for k in kept if k is not None], pending[0] if pending else None))
             del others[:-_OTHERS]
         if other is not None:
             self._others[conversation].remove(other)
-            overlap = len(other)
-            renewed: list[int | None] = list(other)
+            overlap = len(other[0])
+            renewed: list[int | None] = list(other[0])
             left = len(held)
             logger.info(
                 "conversation %r goes on in another of its short-term histories (a second "
