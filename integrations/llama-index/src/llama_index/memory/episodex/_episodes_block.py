@@ -252,6 +252,11 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
     # oldest first (less those flushed since), which the history then goes on with: a
     # history not beginning with them was replaced (`Memory.areset()`).
     _pending: dict[str, list[int]] = PrivateAttr(default_factory=dict[str, list[int]])
+    # Per session whose short-term history is another tab's come back (`_others`): the index
+    # its messages are recorded at since. Its earlier ones sit among the other tab's, so the
+    # window of messages in the prompt (`seen_from`) begins there, not at the count the block
+    # places the history by, which reaches back over the other tab's episodes.
+    _since: dict[str, int] = PrivateAttr(default_factory=dict[str, int])
     # Per session: how many of the first held messages are an exchange cut off by a replaced
     # history, whose end never comes: recorded on their own, not with the next exchange.
     _cut: dict[str, int] = PrivateAttr(default_factory=dict[str, int])
@@ -381,7 +386,10 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
         }
         if conversation in self._positions:
             # What is still in short-term memory is in the prompt already: not again as memory.
-            options.setdefault("seen_from", self._positions[conversation][0])
+            options.setdefault(
+                "seen_from",
+                max(self._positions[conversation][0], self._since.get(conversation, 0)),
+            )
         try:
             result = await self.memory.recall(
                 user_id=self.user_id,
@@ -695,6 +703,8 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
             overlap = len(other[0])
             renewed: list[int | None] = list(other[0])
             left = len(held)
+            # Its next messages are recorded after the held ones (the other tab's).
+            self._since[conversation] = self._position(conversation)[1] + left
             logger.info(
                 "conversation %r goes on in another of its short-term histories (a second "
                 "Memory with its session id?): its first %d message(s) are recorded already",
@@ -722,6 +732,8 @@ class EpisodicMemoryBlock(BaseMemoryBlock[str]):
             )
             left = max(len(held) - overlap, 0)
             renewed = list(known[len(known) - overlap :][: max(overlap - len(held), 0)])
+            # Placed at its real indexes: the recorded and held ones it begins with are the last.
+            self._since.pop(conversation, None)
             logger.info(
                 "the short-term history of conversation %r was replaced (Memory.aset or "
                 "areset?): its first %d message(s) are recorded already, the others are "
