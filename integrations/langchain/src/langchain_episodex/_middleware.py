@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import inspect
 import logging
 import os
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from datetime import datetime
 from numbers import Integral
 from typing import Any, Literal, Protocol, cast, runtime_checkable
 
@@ -33,6 +34,7 @@ from langchain_core.messages import (
     SystemMessage,
 )
 
+from langchain_episodex._branches import forget_left_branches, line_episodes
 from langchain_episodex._checkpoints import athread_root, thread_root
 from langchain_episodex._context import run_scope
 from langchain_episodex._llm import from_langchain
@@ -80,10 +82,6 @@ except ImportError as exc:  # pragma: no cover - only without the extra
 __all__ = ["EpisodicMemoryMiddleware", "LessonSource"]
 
 logger = logging.getLogger("langchain_episodex")
-
-#: Newest episodes of a conversation read once per recorded run of a LangGraph thread, for those
-#: of a branch a fork left (read again only while a long branch fills it).
-_BRANCH_WINDOW = 64
 
 _RESERVED_KEYS = frozenset({"messages", "jump_to", "structured_response"})
 
@@ -347,7 +345,7 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
                 deferred=deferred,
                 max_pending=max_pending,
                 spill_path=spill_path,
-                on_written_later=self._forget_left_branches,
+                on_written_later=functools.partial(forget_left_branches, self.memory),
             )
             if self.memory is not None
             else None
@@ -780,89 +778,29 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         # branch back after the stored ones below are forgotten. No write runs meanwhile, so
         # one written before is among the stored ones read next.
         await self.recorder.forget_waiting(left_behind)
-        forgotten: set[str] = set()
-        while True:
-            # The newest episodes of the conversation: a branch's are newer than its fork point.
-            recent = await self.memory.read_recent(
-                _BRANCH_WINDOW, conversation_id=run["conversation_id"], **scope
-            )
-            left = [
-                item["point_id"]
-                for item in recent
-                if item.get("metadata", {}).get("thread_id") == str(thread)
-                and item.get("metadata", {}).get("thread_root") == root
-                and int(item.get("start_index", -1)) >= first
-                and item["point_id"] not in own | forgotten
+        memory = self.memory
+
+        def left_branch() -> list[str]:
+            # Every episode of the conversation is looked at, a page at a time: the branch
+            # may be behind any number of newer episodes (other threads of the conversation).
+            return [
+                stored.point_id
+                for stored in line_episodes(memory, conversation_id=run["conversation_id"], **scope)
+                if stored.thread_id == str(thread)
+                and stored.thread_root == root
+                and stored.start_index >= first
+                and stored.point_id not in own
             ]
-            if not left:
-                return
-            # This run first, then the left branch: a failure between leaves episodes over,
-            # never this run's missing. A deferred run is written now for that.
-            if None in stored and (not self.recorder.deferred or await self.recorder.flush()):
-                return
-            stored = [episode["point_id"] for episode in episodes]
-            for point_id in left:
-                await self.memory.forget(point_id=point_id, **scope)
-                forgotten.add(point_id)
-            if len(recent) < _BRANCH_WINDOW:
-                return
 
-    def _forget_left_branches(self, written: Sequence[ConversationEpisode]) -> None:
-        """Forget the branches runs stored later than recorded left, now that they are stored.
-
-        The recorder calls this in its writing thread once a write stored runs that waited
-        (the store failing when the run ended, a deferred write, or a restart): a fork's run
-        that waited kept the branch it left stored (`_forget_left_branch` never forgets before
-        the run is stored), and nothing else would forget it. For each thread line of the
-        write, its stored episodes from the first position the write holds on are of a branch
-        left behind, if it was recorded before the run of this write at or before its
-        position (the runs recorded after it are its thread's continuation: this write's,
-        later ones', or stored already by another recorder, another worker of the service
-        on the same thread, while this run waited here).
-        """
-        assert self.memory is not None  # episodes mode: the recorder's owner
-        store = self.memory.store
-        lines: dict[tuple[str, str, str, str, str], list[tuple[int, datetime]]] = {}
-        for episode in written:
-            thread = episode.metadata.get("thread_id")
-            root = episode.metadata.get("thread_root")
-            begun = episode.timestamp_begin  # the recorder sets it when the run is recorded
-            if not isinstance(thread, str) or not isinstance(root, str) or begun is None:
-                continue
-            line = (episode.user_id, episode.agent_id, episode.conversation_id, thread, root)
-            lines.setdefault(line, []).append((episode.start_index, begun))
-        kept = {episode.point_id for episode in written}
-
-        def left_behind(item: Mapping[str, Any], runs: list[tuple[int, datetime]]) -> bool:
-            # Recorded (its time set by the recorder) before a run of the write it comes
-            # after in the thread: the branch that run's fork left.
-            recorded = item.get("timestamp_end")
-            position = int(item.get("start_index", -1))
-            return isinstance(recorded, datetime) and any(
-                position >= start and recorded < begun for start, begun in runs
-            )
-
-        for (user_id, agent_id, conversation_id, thread, root), runs in lines.items():
-            while True:
-                recent = store.read_recent(
-                    _BRANCH_WINDOW,
-                    user_id=user_id,
-                    agent_id=agent_id,
-                    conversation_id=conversation_id,
-                )
-                left = [
-                    item["point_id"]
-                    for item in recent
-                    if item.get("metadata", {}).get("thread_id") == thread
-                    and item.get("metadata", {}).get("thread_root") == root
-                    and item["point_id"] not in kept
-                    and left_behind(item, runs)
-                ]
-                for point_id in left:
-                    store.forget(point_id=point_id, user_id=user_id, agent_id=agent_id)
-                    kept.add(point_id)  # forgotten: not looked for again
-                if not left or len(recent) < _BRANCH_WINDOW:
-                    break
+        left = await asyncio.to_thread(left_branch)
+        if not left:
+            return
+        # This run first, then the left branch: a failure between leaves episodes over, never
+        # this run's missing. A deferred run is written now for that.
+        if None in stored and (not self.recorder.deferred or await self.recorder.flush()):
+            return
+        for point_id in left:
+            await self.memory.forget(point_id=point_id, **scope)
 
     def _ended(self, state: Mapping[str, Any]) -> dict[str, Any]:
         """The run state of the run in `state`, recorded: where it ends in the thread."""
