@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import uuid
@@ -21,6 +22,7 @@ from langchain_core.messages import BaseMessage, SystemMessage
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_validator
 from pydantic import ValidationError as PydanticValidationError
 
+from langchain_episodex._branches import forget_left_branches
 from langchain_episodex._context import run_scope
 from langchain_episodex._options import check_recall_options, core_memory
 from langchain_episodex._positions import Hold, scope_key, stored_length
@@ -157,7 +159,14 @@ class EpisodicConversationMemory(BaseMemory):
             super().__init__(**data)
         except PydanticValidationError as exc:
             raise configuration_error(type(self).__name__, exc) from None
-        self._recorder = EpisodeRecorder(self.memory, spill_path=self.spill_path)
+        # A spill file shared with an `EpisodicMemoryMiddleware` holds its runs too, and this
+        # recorder writes them: a fork's run among them must forget the branch it left, as
+        # the middleware's own recorder would.
+        self._recorder = EpisodeRecorder(
+            self.memory,
+            spill_path=self.spill_path,
+            on_written_later=functools.partial(forget_left_branches, self.memory),
+        )
 
     @property
     def recorder(self) -> EpisodeRecorder:
