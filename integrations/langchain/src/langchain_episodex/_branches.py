@@ -34,15 +34,21 @@ class LineEpisode:
 
 
 def line_episodes(
-    memory: CoreMemory, *, user_id: str, agent_id: str, conversation_id: str
+    memory: CoreMemory, *, user_id: str, agent_id: str, conversation_id: str, from_index: int
 ) -> Iterator[LineEpisode]:
-    """Every stored episode of the conversation recorded by a thread's run, a page at a time.
+    """The stored episodes of the conversation recorded by a thread's run, a page at a time.
 
-    Blocking (run it in a worker thread from async code). The caller may forget an episode
+    Those starting at message position `from_index` or later (where a fork's run starts:
+    the store leaves out the thread's earlier runs, so a run reads little more than itself
+    when no branch was left). Blocking (run it in a worker thread from async code). The caller may forget an episode
     it was given before asking for the next: the next page starts after the last one given.
     """
     for hit in memory.store.iter_episodes(
-        user_id=user_id, agent_id=agent_id, conversation_id=conversation_id, page=_PAGE
+        user_id=user_id,
+        agent_id=agent_id,
+        conversation_id=conversation_id,
+        page=_PAGE,
+        from_index=from_index,
     ):
         payload = hit.payload
         metadata = payload.get("metadata")
@@ -88,8 +94,13 @@ def forget_left_branches(memory: CoreMemory, written: Sequence[ConversationEpiso
         lines.setdefault((thread, root), []).append((episode.start_index, begun.timestamp()))
     kept = {episode.point_id for episode in written}
     for (user_id, agent_id, conversation_id), lines in conversations.items():
+        first = min(start for runs in lines.values() for start, _ in runs)
         for stored in line_episodes(
-            memory, user_id=user_id, agent_id=agent_id, conversation_id=conversation_id
+            memory,
+            user_id=user_id,
+            agent_id=agent_id,
+            conversation_id=conversation_id,
+            from_index=first,
         ):
             runs = lines.get((stored.thread_id, stored.thread_root))
             if runs is None or stored.point_id in kept or stored.recorded is None:

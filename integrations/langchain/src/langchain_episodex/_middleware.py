@@ -781,11 +781,14 @@ class EpisodicMemoryMiddleware(AgentMiddleware[AgentState[Any], Any]):
         memory = self.memory
 
         def left_branch() -> list[str]:
-            # Every episode of the conversation is looked at, a page at a time: the branch
-            # may be behind any number of newer episodes (other threads of the conversation).
+            # Every episode of the conversation from this run's start on is looked at, a page
+            # at a time: the branch may be behind any number of newer episodes (other
+            # threads of the conversation).
             return [
                 stored.point_id
-                for stored in line_episodes(memory, conversation_id=run["conversation_id"], **scope)
+                for stored in line_episodes(
+                    memory, conversation_id=run["conversation_id"], from_index=first, **scope
+                )
                 if stored.thread_id == str(thread)
                 and stored.thread_root == root
                 and stored.start_index >= first

@@ -1006,12 +1006,24 @@ class EpisodeStore:
         return read_readable(n, newest, keep)
 
     def iter_episodes(
-        self, *, user_id: str, agent_id: str, conversation_id: str | None = None, page: int = 512
+        self,
+        *,
+        user_id: str,
+        agent_id: str,
+        conversation_id: str | None = None,
+        page: int = 512,
+        from_index: int | None = None,
     ) -> Iterator[Hit]:
-        """Every episode of this user and agent, in pages, in storage order."""
+        """Every episode of this user and agent, in pages, in storage order.
+
+        `from_index` keeps only those starting at that message position or later (the
+        engine leaves the others out: a long conversation is not read to find its end).
+        """
         flt = tenant_filter(user_id, agent_id)
         if conversation_id is not None:
             flt = flt.and_(Match("conversation_id", require_id("conversation_id", conversation_id)))
+        if from_index is not None:
+            flt = flt.and_(Range("start_index", gte=require_int("from_index", from_index)))
         offset: str | None = None
         while True:
             hits, offset = self.engine.scroll(self.collection, flt, limit=page, offset=offset)
