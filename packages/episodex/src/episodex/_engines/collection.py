@@ -15,6 +15,7 @@ from episodex._common.errors import (
     EpisodexError,
 )
 from episodex._common.validation import require_id
+from episodex._common.vectors import SparseVec
 from episodex._engines.base import Engine, check_collection_name
 from episodex._engines.plan import CollectionSpec, Filter, HasId, Hit, Match, Point
 from episodex._engines.sparse import Bm25Encoder
@@ -30,7 +31,9 @@ __all__ = [
     "might_apply_failed_writes",
     "open_collection",
     "payload_path",
+    "stored_dense_vectors",
     "stored_points",
+    "stored_vectors",
     "tenant_filter",
     "tombstone",
     "upsert_or_take_back",
@@ -132,6 +135,19 @@ def stored_dense_vectors(
     caller to make them anew.
     """
     read = getattr(engine, "dense_vectors", None)
+    if read is None or not ids:
+        return {}
+    return read(collection, ids)
+
+
+def stored_vectors(
+    engine: Engine, collection: str, ids: Sequence[str]
+) -> dict[str, tuple[dict[str, list[float]], dict[str, SparseVec]]]:
+    """The dense and sparse vectors stored at `ids` where the engine can read them, else none.
+
+    As `stored_dense_vectors`, for a point whose payload keeps neither kind of vector.
+    """
+    read = getattr(engine, "point_vectors", None)
     if read is None or not ids:
         return {}
     return read(collection, ids)

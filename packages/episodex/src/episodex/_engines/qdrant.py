@@ -587,7 +587,16 @@ class QdrantClientEngine:
         For writing a point back as it was (taking back a failed write): a vector its payload
         does not keep could otherwise only be made anew, and differ from the stored one.
         """
-        found: dict[str, dict[str, list[float]]] = {}
+        return {i: dense for i, (dense, _) in self.point_vectors(collection, ids).items()}
+
+    def point_vectors(
+        self, collection: str, ids: Sequence[str]
+    ) -> dict[str, tuple[dict[str, list[float]], dict[str, SparseVec]]]:
+        """The dense and sparse vectors stored at `ids`, by point id and vector name.
+
+        For writing a point back as it was (taking back a failed write), as `dense_vectors`.
+        """
+        found: dict[str, tuple[dict[str, list[float]], dict[str, SparseVec]]] = {}
         wanted = list(dict.fromkeys(ids))
         for start in range(0, len(wanted), 1024):
             chunk = wanted[start : start + 1024]
@@ -599,12 +608,19 @@ class QdrantClientEngine:
             )
             for record in records:
                 vectors = record.vector if isinstance(record.vector, dict) else {}
-                # Dense vectors only: a sparse one is an object, a multivector a list of lists.
-                found[str(record.id)] = {
-                    name: [x for x in v if isinstance(x, int | float)]
+                # A dense vector is a list of numbers, a sparse one an object, a multivector a
+                # list of lists (left out).
+                dense: dict[str, list[float]] = {
+                    name: [float(x) for x in v if isinstance(x, int | float)]
                     for name, v in vectors.items()
                     if isinstance(v, list) and all(isinstance(x, int | float) for x in v)
                 }
+                sparse: dict[str, SparseVec] = {
+                    name: SparseVec([int(i) for i in v.indices], [float(x) for x in v.values])
+                    for name, v in vectors.items()
+                    if isinstance(v, models.SparseVector)
+                }
+                found[str(record.id)] = (dense, sparse)
         return found
 
     def count(self, collection: str, flt: Filter) -> int:

@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import functools
 import json
+import math
 import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Unpack
@@ -31,6 +32,7 @@ from episodex._engines.collection import (
     open_collection,
     payload_path,
     stored_points,
+    stored_vectors,
     tombstone,
     upsert_or_take_back,
 )
@@ -271,30 +273,60 @@ class QdrantTaskStore(BaseMemoryStore):
         stale = [h.id for h in hits]
         if before is not None:
             before.update((h.id, h) for h in hits)  # hidden by the write's tombstones
+        # A replaced point without a readable text (another program's, an older release's) is
+        # written back by the vectors it is stored with, read now.
+        kept = stored_vectors(
+            self.engine,
+            self.collection,
+            [i for i, h in (before or {}).items() if _stored_text(h) is None],
+        )
         upsert_or_take_back(
             self.engine,
             self.collection,
             [point, *(tombstone(i, tenanted="yes") for i in stale)],
             before,
-            self._restored,
+            lambda old: self._restored(old, kept),
             "writing the task episode",
         )
         if stale:
             clear_tombstones(self.engine, self.collection, stale)
 
-    def _restored(self, hits: Sequence[Hit]) -> list[Point]:
-        """Stored episodes as they were, their vectors made again from their stored text."""
+    def _restored(
+        self,
+        hits: Sequence[Hit],
+        kept: Mapping[str, tuple[Mapping[str, list[float]], Mapping[str, SparseVec]]],
+    ) -> list[Point]:
+        """Stored episodes as they were, payload and all, each with vectors this store takes.
+
+        Their vectors are made again from their stored text. A point without a readable text
+        (written by another program or an older release) gets the vectors it was stored with
+        (`kept`, read before the write), each one the engine could not read (or of another
+        length) made from the text its episode gives, as a new write of it would index
+        (`_restored_text`).
+        """
         texts = [_restored_text(h) for h in hits]
-        dense = embed_documents(self.embedder, texts)
-        return [
-            Point(
-                id=h.id,
-                dense={"dense": dense[i].tolist()},
-                sparse={"bm25": self.bm25.document(text)},
-                payload=dict(h.payload),
+        stored = [kept.get(h.id, ({}, {})) for h in hits]
+        dense_kept = [self._fitting(d.get("dense")) for d, _ in stored]
+        redo = [i for i, v in enumerate(dense_kept) if v is None]
+        made = iter(embed_documents(self.embedder, [texts[i] for i in redo]))
+        dense = [v if v is not None else next(made).tolist() for v in dense_kept]
+        points: list[Point] = []
+        for h, text, vector, (_, sparse) in zip(hits, texts, dense, stored, strict=True):
+            bm25 = sparse.get("bm25")
+            points.append(
+                Point(
+                    id=h.id,
+                    dense={"dense": vector},
+                    sparse={"bm25": bm25 if bm25 is not None else self.bm25.document(text)},
+                    payload=dict(h.payload),
+                )
             )
-            for i, (h, text) in enumerate(zip(hits, texts, strict=True))
-        ]
+        return points
+
+    def _fitting(self, vector: list[float] | None) -> list[float] | None:
+        if vector is None or len(vector) != self.embedder.dimension:
+            return None
+        return vector if all(math.isfinite(x) for x in vector) else None
 
     def _write(self, episode: Episode, text: str | None) -> None:
         point = self._point(episode, embedded_text_arg(episode, text))
@@ -556,6 +588,12 @@ def _readable(n: int, read: Callable[[int], list[Hit]]) -> list[Episode]:
     return read_readable(n, read, keep)
 
 
+def _stored_text(hit: Hit) -> str | None:
+    """The stored text a point is indexed by, None where it has none readable."""
+    text = hit.payload.get("text")
+    return text if isinstance(text, str) and text.strip() else None
+
+
 def _restored_text(hit: Hit) -> str:
     """The text a stored point written back is indexed by: never empty, so it is found.
 
@@ -563,8 +601,8 @@ def _restored_text(hit: Hit) -> str:
     text its episode gives, as a new write of it would index; a point whose record cannot be
     read either (left out by every read) by its payload as JSON.
     """
-    text = hit.payload.get("text")
-    if isinstance(text, str) and text.strip():
+    text = _stored_text(hit)
+    if text is not None:
         return text
     try:
         return embedded_text_arg(Episode.parse(hit.payload["episode"]), None)
