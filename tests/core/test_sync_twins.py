@@ -19,7 +19,7 @@ from episodex import (
 )
 
 #: Store methods the memory does not expose (iteration and ownership checks are the store's).
-STORE_ONLY = {"iter_episodes", "foreign_ids", "vectors", "write_all"}
+STORE_ONLY = {"iter_episodes", "foreign_ids", "vectors", "write_all", "write_batches"}
 
 
 def public_methods(cls: type) -> dict[str, inspect.Signature]:

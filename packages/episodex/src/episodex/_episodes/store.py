@@ -115,6 +115,8 @@ _Packed = tuple[
     dict[str, npt.NDArray[np.float32]],
     dict[str, tuple[npt.NDArray[np.uint32], npt.NDArray[np.float32]]],
 ]
+#: Episodes to write in one engine write, with their vectors, or None to embed them then.
+Batch = tuple[Sequence[ConversationEpisode], Sequence[_Packed] | None]
 
 logger = logging.getLogger("episodex")
 
@@ -442,46 +444,50 @@ class EpisodeStore:
             # Every writer comes through here (memorize_many, import, the recorder): vectors of
             # this store's models must not join a collection built with others.
             raise EmbedderMismatchError(self.mismatch)
-        explicit = any(ep.point_id is not None for ep in parsed)
         packed: list[_Packed] = []
         for start in range(0, len(parsed), batch_size):
             packed.extend(self._packed(parsed[start : start + batch_size]))
             if on_progress is not None:
                 on_progress(len(packed))
+
+        def batches(store: EpisodeStore) -> Iterator[Batch]:
+            for start in range(0, len(parsed), batch_size):
+                chunk = parsed[start : start + batch_size]
+                # Re-indexed while this call embedded: the new store's models embed again.
+                yield chunk, packed[start : start + batch_size] if store is self else None
+
         # Every write holds the lock, not only those with explicit ids: a re-index holds it
         # while it catches up with the collection and switches it, and a write landing in the
         # old collection meanwhile would be dropped with it. Only the writes are under it.
+        return self.write_batches(batches, writes=-(-len(parsed) // batch_size), call=call)
+
+    def write_batches(
+        self,
+        batches: Callable[[EpisodeStore], Iterable[Batch]],
+        *,
+        writes: int,
+        call: str,
+        on_progress: Callable[[int], object] | None = None,
+    ) -> list[str]:
+        """Write `writes` batches of validated episodes under the write lock, all or none.
+
+        `batches` is called once, under the lock, with the store that writes them (this one,
+        or the one a re-index handed the collection to); each batch comes with its vectors, or
+        None to have that store embed it then. A batch made after the first write (an import
+        embeds each one as it goes) may fail: the batches written are taken back, as when a
+        later write fails. Only one batch's episodes and vectors need to be held at a time.
+        `on_progress` is called with the number of episodes embedded so far after each batch
+        this call embeds.
+        """
+        if self.mismatch is not None:
+            raise EmbedderMismatchError(self.mismatch)
         with self._write_lock:
             if self.successor is not None:
                 # Re-indexed while this call embedded: the collection is the new store's now.
-                return self.successor.write_all(parsed, batch_size=batch_size, call=call)
-            self._require_current()  # re-indexed by another memory: refused, nothing written
-            writes = -(-len(parsed) // batch_size)
-            # What episodes with explicit ids would replace, to restore if the call fails: for
-            # a call of several writes, and on a server for any call (it can apply a write and
-            # still fail it). An embedded engine's failed write is never applied. Read once,
-            # for the owner check too.
-            read = explicit and (writes > 1 or not self._recorded)
-            replaced = self._stored(parsed) if read else {}
-            if explicit:
-                # Checking owners and writing must not interleave with another writer
-                # claiming the same id for someone else. (Checked here only: every write of
-                # the recorder has an explicit id, so a check before embedding would read
-                # the engine twice per turn to fail faster in a rare case.)
-                foreign = self.foreign_ids(
-                    parsed,
-                    stored_payloads={i: h.payload for i, h in replaced.items()} if read else None,
+                return self.successor.write_batches(
+                    batches, writes=writes, call=call, on_progress=on_progress
                 )
-                for i, ep in enumerate(parsed):
-                    if ep.point_id is not None and pending.reserved(ep.point_id):
-                        foreign.setdefault(
-                            i,
-                            f"point_id {ep.point_id!r} is reserved for the store's own records "
-                            "of unfinished writes; omit point_id to store a new episode",
-                        )
-                if foreign:
-                    position, why = min(foreign.items())
-                    raise ValidationError(f"episode {position}: {why}")
+            self._require_current()  # re-indexed by another memory: refused, nothing written
             # One engine write is atomic; several are made so by taking back the earlier ones,
             # and each carries a record of itself for a process killed before it could.
             recorded = self._recorded and writes > 1
@@ -505,24 +511,39 @@ class EpisodeStore:
             # write is left as it is.
             sent: list[str] = []
             undoable = writes > 1 or not self._recorded
+            # What the call replaced, to restore if it fails. A recorded call's records hold it
+            # on disk (taking back reads them), so only an unrecorded one keeps it here.
+            kept: dict[str, Hit] = {}
+            mine: set[str] = set()  # ids this call wrote: not "replaced" by its later batches
             now = time.time()
+            embedded = 0
             try:
-                for n, start in enumerate(range(0, len(parsed), batch_size)):
+                n = 0
+                for episodes, vectors in batches(self):
+                    if n >= writes:
+                        raise EngineError(f"{call} made more than the {writes} writes it counted")
+                    if vectors is None:
+                        packed = self._packed(episodes)
+                        embedded += len(episodes)
+                        if on_progress is not None:
+                            on_progress(embedded)
+                    else:
+                        packed = vectors
+                    replaced = self._claimed(episodes, read=undoable, skip=mine, offset=len(ids))
                     points = [
-                        self._point(ep, vec, now)
-                        for ep, vec in zip(
-                            parsed[start : start + batch_size],
-                            packed[start : start + batch_size],
-                            strict=True,
-                        )
+                        self._point(ep, vec, now) for ep, vec in zip(episodes, packed, strict=True)
                     ]
                     written = [p.id for p in points]
                     if recorded:
                         points.append(pending.record(write_id, n, writes, now, points, replaced))
                     if undoable:
                         sent.extend(written)
+                        if not recorded:
+                            kept.update(replaced)
                     self.engine.upsert(self.collection, points)
                     ids.extend(written)
+                    mine.update(written)
+                    n += 1
                 self._confirm_written(call)
                 if recorded:
                     pending.clear(self.engine, self.collection, writes)
@@ -530,7 +551,7 @@ class EpisodeStore:
                 if sent:
                     self._take_back(
                         sent,
-                        replaced,
+                        kept,
                         exc,
                         records=writes if recorded else 0,
                         written=len(ids),
@@ -538,6 +559,47 @@ class EpisodeStore:
                     )
                 raise
         return ids
+
+    def _claimed(
+        self,
+        episodes: Sequence[ConversationEpisode],
+        *,
+        read: bool,
+        skip: set[str],
+        offset: int,
+    ) -> dict[str, Hit]:
+        """Check a batch's explicit ids before it is written; return what it replaces.
+
+        What it replaces is read (`read`) where the call can be taken back; ids in `skip` were
+        written by the call itself, so they replace nothing of before. `offset` is the batch's
+        first episode's position in the call, for the error.
+        """
+        if not any(ep.point_id is not None for ep in episodes):
+            return {}
+        # What episodes with explicit ids would replace, to restore if the call fails: for a
+        # call of several writes, and on a server for any call (it can apply a write and still
+        # fail it). An embedded engine's failed write is never applied. Read once, for the
+        # owner check too.
+        replaced = self._stored(episodes) if read else {}
+        # Checking owners and writing must not interleave with another writer claiming the
+        # same id for someone else. (Checked here only: every write of the recorder has an
+        # explicit id, so a check before embedding would read the engine twice per turn to
+        # fail faster in a rare case.)
+        foreign = self.foreign_ids(
+            episodes,
+            stored_payloads={i: h.payload for i, h in replaced.items()} if read else None,
+        )
+        for i, ep in enumerate(episodes):
+            if ep.point_id is not None and pending.reserved(ep.point_id):
+                foreign.setdefault(
+                    i,
+                    f"point_id {ep.point_id!r} is reserved for the store's own records "
+                    "of unfinished writes; omit point_id to store a new episode",
+                )
+        if foreign:
+            position, why = min(foreign.items())
+            raise ValidationError(f"episode {offset + position}: {why}")
+        return {i: h for i, h in replaced.items() if i not in skip}
 
     def _reindexed_elsewhere(self) -> str | None:
         """On a server, why another process's re-index may undo this store's last change.
@@ -587,22 +649,28 @@ class EpisodeStore:
 
         `ids` are those of every write sent, the failed one's too; the first `written` (all if
         None) are those of writes that returned, the others may or may not be stored. `records`
-        is how many records of the call (`pending`) to delete afterwards: none are left for the
-        next open to take back again. `call` names the call (`memorize_many`, `import_`) the
-        error reports.
+        is how many records the call (`pending`) wrote with its writes: the call is then taken
+        back from them (deleting them afterwards, so none are left for the next open to take
+        back again), and `replaced` is not needed. `call` names the call (`memorize_many`,
+        `import_`) the error reports.
         """
         unique = list(dict.fromkeys(ids))
         new = [i for i in unique if i not in replaced]
         old = [replaced[i] for i in unique if i in replaced]
         try:
+            if records:
+                # The call's records hold what it replaced (`replaced` is empty then): read
+                # back from them, so a big call does not keep every replaced episode.
+                left = pending.find(self.engine, self.collection)
+                if left is not None:
+                    pending.take_back(self.engine, self.collection, left, self.vectors)
+                return
             for start in range(0, len(new), 1024):
                 chunk = tuple(new[start : start + 1024])
                 delete_checked(self.engine, self.collection, Filter(must=(HasId(chunk),)))
             # A replaced episode gets its stored payload back, with vectors made again from
             # its stored texts by this store's models (what a re-index does).
             pending.restore(self.engine, self.collection, old, self.vectors)
-            if records:
-                pending.clear(self.engine, self.collection, records)
         except Exception as undo:
             stored = list(dict.fromkeys(ids[:written]))
             unsure = [i for i in unique if i not in set(stored)]

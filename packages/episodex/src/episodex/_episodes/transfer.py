@@ -10,10 +10,12 @@ from __future__ import annotations
 import codecs
 import io
 import json
-from collections.abc import Callable, Iterable, Iterator
+import tempfile
+from collections.abc import Callable, Generator, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Literal
+from typing import IO, TYPE_CHECKING, Any, Literal, cast
 
 from episodex._common.errors import ImportFileError, ValidationError
 from episodex._common.files import atomic_write
@@ -132,8 +134,7 @@ def _checked_records(
     agent_id: str | None = None,
 ) -> Iterator[tuple[int, ConversationEpisode]]:
     """Each valid episode of `source` with its line number; each bad line goes to `report`."""
-    if not isinstance(source, str | Path) and not callable(getattr(source, "read", None)):
-        raise ValidationError(f"import_ reads a path or an open file, got {type(source).__name__}")
+    _require_reader(source)
     first_line: dict[str, int] = {}  # point id -> the line that named it first
     for number, raw in enumerate(_lines(source), start=1):
         try:
@@ -244,6 +245,10 @@ def _split(read: Callable[..., object], path: str | Path | None) -> Iterator[str
     yield without_bom(line) if first else line
 
 
+#: Episodes embedded and written at a time by an import.
+IMPORT_BATCH = 256
+
+
 def import_(
     self: EpisodeStore,
     source: str | Path | IO[str] | IO[bytes],
@@ -255,6 +260,11 @@ def import_(
 ) -> ImportReport:
     """Import a JSONL export (a byte order mark before the first line is skipped).
 
+    The file is read twice: checked first (bad lines, ids another tenant owns), holding no
+    episode, then embedded and written `IMPORT_BATCH` episodes at a time under the store's
+    write lock (other writes wait for the import). An open file that cannot seek is copied to
+    a temporary file as it is checked.
+
     Args:
         self: The store to import into.
         source: A path, or an open file (text, or bytes: a line that is not UTF-8 is then a
@@ -263,9 +273,9 @@ def import_(
             listing every bad line; `skip` imports the valid lines and reports the others.
         user_id: If given, every record must belong to this user.
         agent_id: If given, every record must belong to this agent.
-        on_progress: Called with the number of episodes embedded so far, after each batch of
-            256; the writes come after the last one and are all or nothing (a failure takes
-            back what was written and raises).
+        on_progress: Called with the number of episodes embedded so far, after each batch
+            of 256 is embedded (before it is written). The import is all or nothing: a
+            failure takes back the batches already written and raises.
     """
     if errors not in ("strict", "skip"):
         raise ValidationError(f"errors must be 'strict' or 'skip', got {errors!r}")
@@ -275,21 +285,153 @@ def import_(
         require_id("user_id", user_id)
     if agent_id is not None:
         require_id("agent_id", agent_id)
-    valid, numbers, report = read_records(source, user_id=user_id, agent_id=agent_id)
-    # An id owned by another tenant is a bad line too, found before anything is written.
-    foreign = self.foreign_ids(valid)
-    if foreign:
-        report.skipped.extend((numbers[i], why) for i, why in foreign.items())
+    _require_reader(source)
+    with _rereadable(source) as again:
+        report = ImportReport()
+        valid = 0
+        batch: list[tuple[int, ConversationEpisode]] = []
+        for item in _checked_records(again(), report, user_id=user_id, agent_id=agent_id):
+            batch.append(item)
+            if len(batch) == IMPORT_BATCH:
+                valid += _owned(self, batch, report)
+                batch = []
+        valid += _owned(self, batch, report)
+        del batch
         report.skipped.sort()
-        valid = [ep for i, ep in enumerate(valid) if i not in foreign]
-    if report.skipped and errors == "strict":
-        raise bad_file_error(report.skipped)
-    # All or nothing, like memorize_many: a failure after some batches were written takes
-    # them back, so importing the same file again neither misses nor doubles an episode.
-    report.imported.extend(
-        self.write_all(valid, batch_size=256, on_progress=on_progress, call="import_")
-    )
+        if report.skipped and errors == "strict":
+            raise bad_file_error(report.skipped)
+        bad = {line for line, _ in report.skipped}
+
+        def batches(_store: EpisodeStore) -> Iterator[tuple[list[ConversationEpisode], None]]:
+            # The file read again: each line as the check found it, or the import is stopped
+            # (and what it wrote taken back) rather than writing what was never checked.
+            seen = ImportReport()
+            count = 0
+            out: list[ConversationEpisode] = []
+            for number, episode in _checked_records(
+                again(), seen, user_id=user_id, agent_id=agent_id
+            ):
+                _same_bad_lines(seen, bad)
+                if number in bad:
+                    continue
+                out.append(episode)
+                count += 1
+                if len(out) == IMPORT_BATCH:
+                    yield out, None
+                    out = []
+            _same_bad_lines(seen, bad)
+            if count != valid:
+                _changed(None)
+            if out:
+                yield out, None
+
+        # All or nothing, like memorize_many: a failure after some batches were written takes
+        # them back, so importing the same file again neither misses nor doubles an episode.
+        report.imported.extend(
+            self.write_batches(
+                batches,
+                writes=-(-valid // IMPORT_BATCH),
+                call="import_",
+                on_progress=on_progress,
+            )
+        )
     return report
+
+
+def _owned(
+    self: EpisodeStore, batch: list[tuple[int, ConversationEpisode]], report: ImportReport
+) -> int:
+    """How many of `batch` no other tenant owns; each one that is goes to `report` as bad."""
+    foreign = self.foreign_ids([episode for _, episode in batch]) if batch else {}
+    report.skipped.extend((batch[i][0], why) for i, why in foreign.items())
+    return len(batch) - len(foreign)
+
+
+def _same_bad_lines(seen: ImportReport, bad: set[int]) -> None:
+    """Raise if the second reading found a bad line the first did not; forget those checked."""
+    for line, _ in seen.skipped:
+        if line not in bad:
+            _changed(line)
+    seen.skipped.clear()
+
+
+def _changed(line: int | None) -> None:
+    where = f" (line {line} is not what it was)" if line is not None else ""
+    raise ValidationError(
+        f"the import file changed while it was imported{where}; nothing of it is imported: "
+        "import it again once nothing else writes it"
+    )
+
+
+def _require_reader(source: object) -> None:
+    if not isinstance(source, str | Path) and not callable(getattr(source, "read", None)):
+        raise ValidationError(f"import_ reads a path or an open file, got {type(source).__name__}")
+
+
+@contextmanager
+def _rereadable(
+    source: str | Path | IO[str] | IO[bytes],
+) -> Generator[Callable[[], str | Path | IO[str] | IO[bytes]]]:
+    """`source` as something to read from its start each time it is called.
+
+    A path is opened again; an open file that can seek goes back to where it was; any other
+    (a pipe) is copied to a temporary file as it is read the first time.
+    """
+    if isinstance(source, str | Path):
+        yield lambda: source
+        return
+    start: int | None = None
+    try:
+        if callable(getattr(source, "seekable", None)) and source.seekable():
+            start = source.tell()
+    except (OSError, ValueError):
+        start = None
+    if start is not None:
+        at = start
+
+        def back() -> IO[str] | IO[bytes]:
+            source.seek(at)
+            return source
+
+        yield back
+        return
+    spool: list[IO[Any]] = []  # the copy, made by the first read
+    try:
+
+        def copy() -> IO[Any]:
+            if spool:
+                spool[0].seek(0)
+                return spool[0]
+            return cast(IO[bytes], _Spooling(source, spool))  # read() is all _lines uses
+
+        yield copy
+    finally:
+        for fh in spool:
+            fh.close()
+
+
+class _Spooling:
+    """A reader that copies what it reads of `source` to a temporary file (put in `spool`)."""
+
+    def __init__(self, source: IO[str] | IO[bytes], spool: list[IO[Any]]) -> None:
+        self._source = source
+        self._spool = spool
+
+    def read(self, *size: int) -> object:
+        chunk = cast(object, self._source.read(*size))
+        if isinstance(chunk, str | bytes) and chunk:
+            if not self._spool:
+                self._spool.append(
+                    tempfile.TemporaryFile("w+b")
+                    if isinstance(chunk, bytes)
+                    # Text is kept as read, lone surrogates and all: it is parsed again.
+                    else tempfile.TemporaryFile(
+                        "w+", encoding="utf-8", errors="surrogatepass", newline=""
+                    )
+                )
+            if isinstance(chunk, bytes) == isinstance(self._spool[0], io.BufferedIOBase):
+                self._spool[0].write(chunk)
+        return chunk
 
 
 #: Each export record field and the payload field it is read from.
