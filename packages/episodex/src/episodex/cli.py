@@ -1,9 +1,9 @@
 """The `episodex` command line: demo, add, import, recall, export, stats, forget, reindex.
 
-Exit codes: 0 success, 1 engine or embedding failure, 2 bad usage or invalid input,
-3 not found (no store at the path or on the server, no such episode), 4 store locked by another
-process, 130 interrupted, 141 output closed early (`episodex export | head`), as a pipe writer
-killed by SIGPIPE would.
+Exit codes: 0 success, 1 engine or embedding failure (or `forget --all` not confirmed at a
+terminal), 2 bad usage or invalid input, 3 not found (no store at the path or on the server, no
+such episode), 4 store locked by another process, 130 interrupted, 141 output closed early
+(`episodex export | head`), as a pipe writer killed by SIGPIPE would.
 
 The global flags (`--path`, `--url`, `--qdrant-api-key`, `--grpc`, `--json`) go before or
 after the command.
@@ -218,6 +218,12 @@ def _parser() -> argparse.ArgumentParser:
     what.add_argument("--point", help="one episode's point id (exit 3 if there is none)")
     what.add_argument("--conversation", help="a whole conversation")
     what.add_argument("--all", action="store_true", help="everything of this user with this agent")
+    fg.add_argument(
+        "--yes",
+        "-y",
+        action="store_true",
+        help="with --all, do not ask for confirmation (it is asked only at a terminal)",
+    )
 
     ri = command("reindex", "re-embed every episode of the store with another embedder")
     ri.add_argument(
@@ -605,7 +611,16 @@ async def _export(args: argparse.Namespace, mem: EpisodicMemory) -> None:
         stdout.reconfigure(encoding=encoding, errors=errors)
 
 
-async def _forget(args: argparse.Namespace, mem: EpisodicMemory) -> None:
+async def _forget(args: argparse.Namespace, mem: EpisodicMemory) -> int:
+    if args.all and not args.yes and _at_terminal():
+        n = await mem.count(user_id=args.user, agent_id=args.agent)
+        if not _confirmed(
+            f"delete all {n} episode(s) of user {args.user!r} with agent {args.agent!r}? [y/N] "
+        ):
+            sys.stderr.write(
+                "episodex: nothing deleted (not confirmed; --yes skips the question)\n"
+            )
+            return EXIT_FAILURE
     job = asyncio.ensure_future(
         mem.forget(
             user_id=args.user,
@@ -621,6 +636,23 @@ async def _forget(args: argparse.Namespace, mem: EpisodicMemory) -> None:
             f"no episode {args.point!r} for user {args.user!r} and agent {args.agent!r}"
         )
     _write(_dump({"deleted": n}) if args.json else f"deleted {n} episode(s)")
+    return EXIT_OK
+
+
+def _at_terminal() -> bool:
+    """Whether a person can answer a question: stdin is a terminal (a script's is not)."""
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except (OSError, ValueError):  # closed, or no file behind it
+        return False
+
+
+def _confirmed(question: str) -> bool:
+    """Ask `question` on stderr (stdout may be a pipe); only "y" or "yes" is a yes."""
+    sys.stderr.write(question)
+    sys.stderr.flush()
+    answer = sys.stdin.readline()  # "" at end of input (Ctrl-D): no
+    return answer.strip().lower() in ("y", "yes")
 
 
 async def _reindex(args: argparse.Namespace, mem: EpisodicMemory) -> None:
@@ -688,7 +720,9 @@ async def _run(
                 "forget": _forget,
                 "reindex": _reindex,
             }
-            await handlers[args.command](args, mem)
+            code = await handlers[args.command](args, mem)
+            if isinstance(code, int):
+                return code
         return EXIT_OK
     finally:
         mem.close()
