@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -41,8 +42,11 @@ class VectorCacheEmbedder:
                     f"({inner.model_id} vectors are {dim} long)"
                 )
             self._table[text] = row
+        #: Texts found in the table, and embedded by `inner`, so far (updated under a lock:
+        #: an embedder is called from several threads, and `+=` is no atomic update).
         self.hits = 0
         self.misses = 0
+        self._counting = threading.Lock()
 
     @property
     def model_id(self) -> str:
@@ -60,8 +64,12 @@ class VectorCacheEmbedder:
         if missing:
             fresh = self._inner.embed_documents(missing)
             self._table.update(zip(missing, fresh, strict=True))
-        self.misses += len(missing)
-        self.hits += len(texts) - len(missing)
+        # Counted before the lock: len() of the caller's sequence may run its code, and no
+        # code but the two additions may run between reading a counter and writing it.
+        hits = len(texts) - len(missing)
+        with self._counting:
+            self.misses += len(missing)
+            self.hits += hits
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         return np.stack([self._table[t] for t in texts]).astype(np.float32, copy=False)
