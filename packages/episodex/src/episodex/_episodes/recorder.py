@@ -508,6 +508,13 @@ class EpisodeRecorder:
         it just after another recorder, in this process or another, appended an episode,
         and that episode would be gone. A lock file that cannot be opened (a read-only
         folder, where nothing can be appended or rewritten either) is done without.
+
+        The lock file is never deleted. A flock belongs to the open file, not to its name: a
+        recorder waiting on the file while another deleted it would get the lock of the
+        deleted file, and the next recorder would create a new one and lock that, so both would
+        hold "the" lock at once. Deleting would be safe only if every recorder checked, after
+        locking, that its file is still the one named (and retried if not); a process running
+        an older release, which does not, may share the spill file. An empty file is the price.
         """
         fd = -1
         if self.spill_path is not None and fcntl is not None:
