@@ -126,6 +126,15 @@ class EpisodicRetriever(EpisodexRetriever):
             )
         return value
 
+    @field_validator("score_threshold", mode="before")
+    @classmethod
+    def _no_bool_threshold(cls, value: object) -> object:
+        # Read as a number, True was a threshold of 1.0, above every fused score: a retriever
+        # that never returned a document. A call's threshold and search_kwargs refuse it too.
+        if isinstance(value, bool):
+            raise ValueError(f"score_threshold must be a number, got {value!r}")
+        return value
+
     @field_validator("search_kwargs")
     @classmethod
     def _search_kwargs(cls, value: dict[str, Any]) -> dict[str, Any]:
@@ -159,8 +168,12 @@ class EpisodicRetriever(EpisodexRetriever):
                 "search_type 'similarity_score_threshold' needs score_threshold= "
                 "(or search_kwargs={'score_threshold': ...})"
             )
+        # What every call refuses is refused here: made, such a retriever would fail each
+        # chain it feeds, at every call. NaN would drop every document.
         if threshold is not None and (
-            isinstance(threshold, bool) or not isinstance(threshold, Real)
+            isinstance(threshold, bool)
+            or not isinstance(threshold, Real)
+            or threshold != threshold  # NaN: the one value unequal to itself
         ):
             raise ValueError(f"score_threshold must be a number, got {threshold!r}")
         return self

@@ -8,7 +8,7 @@ from typing import Any
 from episodex import EPISODE_FIELDS, Episode, TaskSearchOptions, TaskStore, ValidationError
 from episodex.plan import Filter
 from langchain_core.documents import Document
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from langchain_episodex._retriever_base import EpisodexRetriever
 
@@ -82,6 +82,19 @@ class TaskEpisodeRetriever(EpisodexRetriever):
                 f"unknown search option(s) {', '.join(unknown)}; known: {', '.join(sorted(SEARCH_OPTIONS))}"
             )
         return value
+
+    @model_validator(mode="after")
+    def _options_the_store_takes(self) -> TaskEpisodeRetriever:
+        # Values the store refuses (a mode it lacks, a NaN threshold, both weights 0, a bad
+        # filter) would make every call raise, so every chain fed by this retriever would
+        # fail: checked now by the store's own check, as the core's strategies check theirs.
+        check = getattr(self.store, "check_search_options", None)
+        if callable(check):  # the bundled stores; a duck-typed store is checked at each call
+            try:
+                check(self.search_options)
+            except ValidationError as exc:
+                raise ValueError(f"search_options: {exc}") from None
+        return self
 
     @field_validator("include")
     @classmethod
