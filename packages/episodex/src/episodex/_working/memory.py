@@ -156,6 +156,12 @@ class MemKey(str, metaclass=_MemKeyType):
     def __new__(cls, name: str) -> MemKey:
         if isinstance(name, MemKey):
             return name
+        if not isinstance(name, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            # Looked up, bytes or None would be "never registered", and registering is no cure.
+            raise ValidationError(
+                f"a working-memory tag must be a MemKey or a str, got {type(name).__name__} "
+                f"({name!r:.60})"
+            )
         try:
             return cls._registry[name]
         except (KeyError, TypeError):
@@ -258,6 +264,12 @@ def _tags(tags: object) -> frozenset[MemKey]:
         return frozenset((MemKey(tags),))
     if isinstance(tags, Mapping):
         raise ValidationError("store takes tags, not weights: pass one tag, a list or a set")
+    if isinstance(tags, bytes | bytearray | memoryview):
+        # Iterable, but of numbers: each would be looked up as a tag (`unknown tag 95`).
+        raise ValidationError(
+            f"tags must be a tag (a MemKey or a str), a list or a set of tags, got "
+            f"{type(tags).__name__} ({tags!r:.60}); decode it to a str first"
+        )
     if not isinstance(tags, Iterable):
         raise ValidationError(
             f"tags must be a tag, a list or a set of tags, got {type(tags).__name__}"
