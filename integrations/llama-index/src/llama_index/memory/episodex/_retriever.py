@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from datetime import datetime
+from hashlib import sha256
 from typing import Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -42,6 +43,29 @@ _HIDDEN = (
     "overlap",
     "timestamp_begin",
 )
+
+
+# Metadata a query gives a node, not the episode: left out of the node's hash.
+_PER_QUERY = frozenset(("section", "score", "score_ceiling", "streams"))
+
+
+class _EpisodeNode(TextNode):
+    """A `TextNode` whose hash is its episode's, the same for every query that recalls it.
+
+    LlamaIndex tells nodes apart by `hash` (`QueryFusionRetriever` sums an episode's ranks
+    over its queries and retrievers by it): with the query's score and ranks in it, one
+    episode recalled twice counted as two nodes, and its ranks were never summed.
+    """
+
+    def __init__(self, **fields: Any) -> None:
+        # TextNode's own constructor, as pyright sees it (else it reads the fields' aliases).
+        super().__init__(**fields)
+
+    @property
+    def hash(self) -> str:
+        kept = {k: v for k, v in self.metadata.items() if k not in _PER_QUERY}
+        identity = str(self.text) + str(kept)
+        return sha256(identity.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _plain(value: Any) -> Any:
@@ -82,7 +106,7 @@ def _node(item: Mapping[str, Any], section: str, ceiling: float | None) -> NodeW
         score = min(score / ceiling, 1.0) if ceiling > 0 else 0.0
     short = str(item.get("short_summary_text", ""))
     long = str(item.get("long_summary_text", ""))
-    node = TextNode(
+    node = _EpisodeNode(
         id_=str(item["point_id"]),
         text=f"{short}\n\n{long}" if long else short,
         metadata=metadata,
@@ -110,7 +134,10 @@ class EpisodicRetriever(BaseRetriever):
     and the order is unchanged.
     Results are ordered best first; an empty or blank query returns no nodes. Fields with no
     value (None, empty lists) are left out of the metadata, so what an LLM is shown carries no
-    `flows_activated: []` noise lines.
+    `flows_activated: []` noise lines. A node's `hash`, by which LlamaIndex tells nodes apart
+    (`QueryFusionRetriever` sums an episode's ranks by it), leaves out what the query gave
+    it (`section`, `score`, `score_ceiling`, `streams`): one episode is one node, whichever
+    query or retriever recalled it.
 
     Ids: `user_id` and `agent_id` are fixed when the retriever is made, never taken from a
     query, so results never come from another user (one rule for every LlamaIndex part of
