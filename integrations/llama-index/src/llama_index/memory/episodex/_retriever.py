@@ -255,12 +255,20 @@ class EpisodicRetriever(BaseRetriever):
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     def _kwargs(self, query_bundle: QueryBundle) -> dict[str, Any]:
+        query = query_bundle.query_str
+        if not isinstance(query, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            # A dataclass, not checked: `QueryBundle(message.content)` holds the None of a
+            # message without text.
+            raise ValidationError(
+                f"the QueryBundle's query_str must be a str, got {type(query).__name__} "
+                f"({query!r:.60})"
+            )
         return {
             **self._options,
             "user_id": self.user_id,
             "agent_id": self.agent_id,
             "conversation_id": self.conversation_id,
-            "query": readable(query_bundle.query_str),
+            "query": readable(query),
         }
 
     def _nodes(
