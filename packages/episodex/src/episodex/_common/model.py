@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Annotated, Any, ClassVar, Self
+from typing import Annotated, Any, ClassVar, Self, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictStr, model_validator
 from pydantic import ValidationError as PydanticValidationError
@@ -36,6 +36,7 @@ __all__ = [
     "UuidStr",
     "canonical_uuid",
     "not_blank",
+    "parse_to_write",
     "to_utc",
 ]
 
@@ -143,3 +144,21 @@ class TypedConstruction(FrozenModel):
         except PydanticValidationError as exc:
             what = type(self).record_name or type(self).__name__
             raise ValidationError(describe_validation_error(exc, what)) from None
+
+
+_Record = TypeVar("_Record", bound=FrozenModel)
+
+
+def parse_to_write(cls: type[_Record], data: object, *, where: str = "") -> _Record:
+    """`cls.parse` for a record a write takes from its caller: an instance is validated again.
+
+    Pydantic validates neither `model_copy(update=...)` nor a change made in place to a frozen
+    record's dict or list, so an instance may hold what validation never saw. An id in another
+    spelling of its UUID (upper case) is one: the owner checks compare ids as text and took it
+    for another id than the one point the engine writes, so another user's episode or step was
+    replaced. Validated again, the id is canonical, and every other field checked.
+    """
+    if isinstance(data, cls):
+        # Python mode, no serializer warnings: a changed value reaches the checks as it is.
+        data = data.model_dump(warnings=False)
+    return parse_model(cls, data, what=cls.record_name or cls.__name__, where=where)

@@ -24,6 +24,7 @@ from episodex._common.errors import (
     ValidationError,
 )
 from episodex._common.helpers import both
+from episodex._common.model import parse_to_write
 from episodex._common.unreadable import read_readable
 from episodex._common.validation import (
     require_id,
@@ -421,8 +422,10 @@ class EpisodeStore:
             raise ValidationError(
                 f"memorize_many takes a list of episodes, got {type(episodes).__name__}"
             )
+        # An episode instance too: a copy (`model_copy`) may hold an id of another spelling.
         parsed = [
-            ConversationEpisode.parse(e, where=f"episode {i}: ") for i, e in enumerate(episodes)
+            parse_to_write(ConversationEpisode, e, where=f"episode {i}: ")
+            for i, e in enumerate(episodes)
         ]
         return self.write_all(parsed, batch_size=batch_size)
 

@@ -22,6 +22,7 @@ from typing import Any, Unpack
 
 from episodex._common.errors import ConfigurationError, ValidationError
 from episodex._common.host import EngineHost
+from episodex._common.model import parse_to_write
 from episodex._common.sync import SyncTwin, blocking, forward, in_thread
 from episodex._common.validation import require_encodable, require_id, require_int, require_weight
 from episodex._embedders.base import Embedder
@@ -701,7 +702,10 @@ class StepLessonMemory:
             raise ValidationError(
                 f"store_memories takes a list of step memories, got {type(memories).__name__}"
             )
-        parsed = [StepMemory.parse(m, where=f"memory {i}: ") for i, m in enumerate(memories)]
+        # A step memory instance too: a copy (`model_copy`) may hold an id of another spelling.
+        parsed = [
+            parse_to_write(StepMemory, m, where=f"memory {i}: ") for i, m in enumerate(memories)
+        ]
         stored = await in_thread(self._store.write, parsed)
         return [m.id for m in stored]
 
