@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from episodex._common.errors import ConfigurationError
-from episodex._embedders.base import Embedder, Matrix
+from episodex._embedders.base import Embedder, Matrix, embed_documents
 
 __all__ = ["VectorCacheEmbedder"]
 
@@ -59,10 +59,19 @@ class VectorCacheEmbedder:
         return self._inner.dimension
 
     def embed_documents(self, texts: Sequence[str]) -> Matrix:
-        """Embed texts, looking each up in the table first."""
+        """Embed texts, looking each up in the table first.
+
+        Raises:
+            EmbeddingError: The inner embedder's answer for the unseen texts is not one finite
+                row of its dimension per text; none of it is kept.
+        """
         missing = [t for t in texts if t not in self._table]
         if missing:
-            fresh = self._inner.embed_documents(missing)
+            # Checked as every embedder's answer is (one finite row of the dimension per
+            # text, else `EmbeddingError`) before any of it is kept: a bad row cached would
+            # fail every later write of its text, even once the inner embedder answers well.
+            # Copied: an inner embedder may reuse the array it answered with.
+            fresh = np.array(embed_documents(self._inner, missing), dtype=np.float32)
             self._table.update(zip(missing, fresh, strict=True))
         # Counted before the lock: len() of the caller's sequence may run its code, and no
         # code but the two additions may run between reading a counter and writing it.
