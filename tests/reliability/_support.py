@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import json
 import subprocess
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -19,8 +19,8 @@ from conformance.backends import (
     server_prefix,
 )
 from conformance.backends import drop_server_collections as drop_engine_collections
-from episodex import EngineUnavailableError, EpisodicMemory
-from episodex.plan import Filter
+from episodex import Engine, EngineUnavailableError, EpisodicMemory
+from episodex.plan import Filter, Point
 from episodex.testing import HashEmbedder
 
 # The backend registry is re-exported: the reliability tests take their backends from here.
@@ -31,6 +31,7 @@ __all__ = [
     "QDRANT_URL",
     "SEED_EPISODE",
     "TENANT",
+    "AppliedThenFailed",
     "StoreDown",
     "drop_server_collections",
     "open_memory",
@@ -175,3 +176,25 @@ def seeded_memory(folder: Path) -> Generator[EpisodicMemory]:
         yield mem
     finally:
         mem.close()
+
+
+class AppliedThenFailed:
+    """An engine whose next upsert, once `failing` is set, is applied and then raises.
+
+    As a Qdrant server that applied a write and failed to answer: it reports the kind
+    `server`, so the stores take such writes back. The tests wrap qdrant-client's `:memory:`.
+    """
+
+    def __init__(self, inner: Engine) -> None:
+        self.inner = inner
+        self.failing = False
+        self.kind = "server"
+
+    def upsert(self, collection: str, points: Sequence[Point]) -> None:
+        self.inner.upsert(collection, points)
+        if self.failing:
+            self.failing = False  # the take-back's own writes go through
+            raise EngineUnavailableError("upsert failed: the Qdrant server timed out")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Sequence
 from typing import Any, cast
 
 import pytest
@@ -25,23 +24,7 @@ from episodex import Engine, EngineError, EngineUnavailableError, StepLessonMemo
 from episodex.plan import Filter, HasId, Point, Search, Stream
 from episodex.testing import HashEmbedder
 
-
-class AppliedThenFailed:
-    """`:memory:` whose next upsert, once `failing` is set, is applied and then raises."""
-
-    def __init__(self, inner: Engine) -> None:
-        self.inner = inner
-        self.failing = False
-        self.kind = "server"
-
-    def upsert(self, collection: str, points: Sequence[Point]) -> None:
-        self.inner.upsert(collection, points)
-        if self.failing:
-            self.failing = False  # the take-back's own writes go through
-            raise EngineUnavailableError("upsert failed: the Qdrant server timed out")
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
+from ._support import AppliedThenFailed
 
 
 def _step(point_id: str, action: str) -> dict[str, Any]:

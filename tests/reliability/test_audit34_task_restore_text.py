@@ -13,31 +13,14 @@ raise, reporting the kind `server`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, cast
+from typing import cast
 
 import pytest
 from episodex import Engine, EngineUnavailableError, Episode, QdrantTaskStore, Task, open_engine
 from episodex.plan import Filter, Match, Point
 from episodex.testing import HashEmbedder
 
-
-class AppliedThenFailed:
-    """`:memory:` whose next upsert, once `failing` is set, is applied and then raises."""
-
-    def __init__(self, inner: Engine) -> None:
-        self.inner = inner
-        self.failing = False
-        self.kind = "server"
-
-    def upsert(self, collection: str, points: Sequence[Point]) -> None:
-        self.inner.upsert(collection, points)
-        if self.failing:
-            self.failing = False  # the take-back's own writes go through
-            raise EngineUnavailableError("upsert failed: the Qdrant server timed out")
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
+from ._support import AppliedThenFailed
 
 
 @pytest.mark.parametrize("text", [None, "  ", 7], ids=["missing", "blank", "number"])
