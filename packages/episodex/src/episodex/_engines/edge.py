@@ -73,6 +73,9 @@ _QUANTIZED = "edge_int8_quantized"  # in the manifest: the collection was create
 _FOLDERS = FOLDER_MAP
 _WAL = "wal"  # Qdrant's write-ahead log folder inside a shard folder
 _INT8_FILE = "quantized.data"  # Qdrant's file of a segment's int8 copies of one vector
+# A staging copy a forget deletes whole is renamed to this prefix and its name first: a
+# leading `.` names no collection (`check_collection_name`), so no lookup finds it meanwhile.
+_DROPPED = ".dropped-"
 
 
 def _read_folders(root: Path) -> dict[str, str]:
@@ -367,6 +370,16 @@ def _drop_replaced_folders(root: Path, folders: Mapping[str, str]) -> None:
             shutil.rmtree(root / name, ignore_errors=True)
 
 
+def _drop_dropped_copies(root: Path) -> None:
+    """Finish deleting the staging copies a forget dropped whole and a kill cut short."""
+    import shutil
+
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(root):
+            if entry.name.startswith(_DROPPED) and entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+
+
 def _remove_stale_temps(root: Path) -> None:
     """Delete the temp files of folder-map and manifest rewrites a killed process left.
 
@@ -403,6 +416,7 @@ class _OpenFolder:
             self.folder_lock.release()
             raise
         _drop_replaced_folders(root, self.folders)
+        _drop_dropped_copies(root)
         _remove_stale_temps(root)
         self.shards: dict[str, qe.EdgeShard] = {}
         self.keys: dict[str, Keyer] = {}
@@ -1014,7 +1028,8 @@ class EdgeEngine:
         A re-index killed or failed midway leaves a full copy of the collection in its staging
         folder until a later one finishes: a forget must reach it too. The folders are those
         `switch_collection` would delete (never one that serves a collection); one not open is
-        opened for the delete and closed again.
+        opened for the delete and closed again, or deleted whole where the disk has no room to
+        open it (it holds nothing the collection lacks).
         """
         with self._lock:
             self._check_open()
@@ -1046,7 +1061,13 @@ class EdgeEngine:
         if key is None:
             raise EngineError(f"{folder} stores point ids this version cannot read")
         self._folder_lock.check()
-        self._space.require(sparse_bytes(folder) + _DELETE_BYTES, f"opening {folder}")
+        needed = sparse_bytes(folder) + _DELETE_BYTES
+        if self._space.free() - needed < self._space.min_free_bytes:
+            # Loading the copy fills its files (far more than the delete needs): on a disk
+            # without that room every forget was refused, for a copy holding nothing the
+            # collection lacks. Deleted whole instead; a later re-index copies it again.
+            self._drop_copy(folder)
+            return
         try:
             shard = qe.EdgeShard.load(str(folder))
         except Exception as exc:
@@ -1059,6 +1080,26 @@ class EdgeEngine:
         finally:
             with contextlib.suppress(Exception):
                 shard.close()
+
+    def _drop_copy(self, folder: Path) -> None:
+        """Delete the staging copy in `folder` whole, first moving it out of every lookup.
+
+        Renamed in one step to a name no collection can take (a leading `.`), so a delete cut
+        short leaves no half copy a forget or a resumed re-index would find and fail to open;
+        what a killed one leaves is deleted when the store is opened (`_drop_dropped_copies`).
+        """
+        import shutil
+
+        gone = folder.with_name(f"{_DROPPED}{folder.name}")
+        shutil.rmtree(gone, ignore_errors=True)  # an earlier drop of this name cut short
+        try:
+            folder.rename(gone)
+            shutil.rmtree(gone)
+        except OSError as exc:
+            raise EngineError(
+                f"deleting the staging copy {folder} a stopped re-index left failed ({exc}); "
+                "nothing of the collection was deleted"
+            ) from exc
 
     @staticmethod
     def _manifest(folder: Path) -> dict[str, Any]:
