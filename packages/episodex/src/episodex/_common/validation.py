@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import json.scanner
 import math
@@ -339,9 +340,21 @@ def is_real(value: object) -> TypeGuard[Real]:
 
 
 def require_callback(name: str, value: object) -> None:
-    """`value` must be None or callable: checked before any work, not at its first call."""
+    """`value` must be None or callable: checked before any work, not at its first call.
+
+    Not an `async def` function: it is called, not awaited (from a worker thread), so each
+    call only made a coroutine nothing ran, with a "never awaited" warning.
+    """
     if value is not None and not callable(value):
         raise ValidationError(f"{name} must be a function or None, got {_SHORT.repr(value)}")
+    if value is not None and (
+        inspect.iscoroutinefunction(value)
+        or inspect.iscoroutinefunction(getattr(value, "__call__", None))  # noqa: B004 (an async __call__)
+    ):
+        raise ValidationError(
+            f"{name} must be a plain function, not an async one: it is called, never awaited; "
+            f"got {_SHORT.repr(value)}"
+        )
 
 
 def require_weight(name: str, value: object, *, error: type[ValueError] = ValidationError) -> float:
