@@ -14,7 +14,8 @@ line, fsync'ed) when it is recorded, before any write is tried, and taken out on
 has it. A long outage loses nothing, nor a process killed at any moment (the OOM killer, a
 deploy, never closed): the next recorder on that file writes what it left, each episode once
 (one the store already had is replaced under its id). Recorders sharing the file, in one
-process or several, take turns on it through a lock file beside it (`<name>.lock`). An
+process or several, take turns on it through a lock file beside it (`<name>.lock`), and
+their writes (and forgets) take turns through another (`<name>.write.lock`). An
 episode the file cannot take (a full disk) waits in memory, as without a spill file, where
 beyond `max_pending` the oldest is dropped, counted and logged. With `deferred=True`, `record` only queues and a
 background thread writes, so a request never waits for embedding; `flush()` drains it.
@@ -329,7 +330,7 @@ class EpisodeRecorder:
                 and conversation_id in (None, episode.conversation_id)
             )
 
-        with self._write_lock:
+        with self._writing():
             if conversation_id is None:
                 stored = self.memory.store.forget(
                     user_id=user_id, agent_id=agent_id, everything=True
@@ -366,7 +367,7 @@ class EpisodeRecorder:
         return await asyncio.to_thread(self._forget_waiting_blocking, where)
 
     def _forget_waiting_blocking(self, where: Callable[[ConversationEpisode], bool]) -> int:
-        with self._write_lock:
+        with self._writing():
             try:
                 return self._drop_waiting(where)
             except OSError as exc:
@@ -501,6 +502,24 @@ class EpisodeRecorder:
             self._pending.popleft()
 
     @contextlib.contextmanager
+    def _writing(self) -> Generator[None]:
+        """Be the one writer of this recorder and of every recorder on its spill file.
+
+        A write reads every episode waiting in the spill file, stores them, then takes them
+        out; a `forget` (or `forget_waiting`) takes them out without storing. Two of those at
+        once on one file, by two recorders (in one process or several), undid each other: a
+        conversation forgotten while another recorder's write of it ran was stored again by
+        that write, and an old version it stored replaced the newer one the other had stored
+        meanwhile. So they take turns through a second lock file (`<name>.write.lock`), held
+        from reading the file to taking out what was stored; appends (`record`) take only
+        the spill file's own lock, and never wait for a write. Taken after `_write_lock` and
+        before `_lock`, as every holder of both does; it is never deleted (see
+        `_spill_file_lock`).
+        """
+        with self._write_lock, self._file_lock(".write.lock"):
+            yield
+
+    @contextlib.contextmanager
     def _spill_file_lock(self) -> Generator[None]:
         """Hold the spill file's lock file: one recorder at a time reads, appends or rewrites.
 
@@ -516,9 +535,15 @@ class EpisodeRecorder:
         locking, that its file is still the one named (and retried if not); a process running
         an older release, which does not, may share the spill file. An empty file is the price.
         """
+        with self._file_lock(".lock"):
+            yield
+
+    @contextlib.contextmanager
+    def _file_lock(self, suffix: str) -> Generator[None]:
+        """Hold the flock of the lock file `<spill file's name><suffix>` (none: nothing held)."""
         fd = -1
         if self.spill_path is not None and fcntl is not None:
-            lock_path = self.spill_path.with_name(self.spill_path.name + ".lock")
+            lock_path = self.spill_path.with_name(self.spill_path.name + suffix)
             for flags in (os.O_RDWR | os.O_CREAT, os.O_RDONLY):
                 try:
                     fd = os.open(lock_path, flags, 0o644)
@@ -647,7 +672,7 @@ class EpisodeRecorder:
         return await asyncio.to_thread(self._write_pending_blocking)
 
     def _write_pending_blocking(self) -> set[str]:
-        with self._write_lock:
+        with self._writing():
             with self._lock:
                 try:
                     spilled = []
