@@ -28,6 +28,7 @@ import contextlib
 import json
 import logging
 import os
+import stat
 import threading
 import uuid
 from collections import Counter, deque
@@ -599,7 +600,9 @@ class EpisodeRecorder:
 
         Never raises: `stats()` and `flush()` run after the model answered. A file that cannot
         be read (an I/O error, a folder in its place) counts as it last did, and the error is
-        kept in `last_error`. A line that cannot be read counts as one episode of its own.
+        kept in `last_error`; one never read (a restart on it) that is not empty counts as one
+        episode, so `flush()` and `aclose()` never report "nothing waits" while its episodes
+        do. A line that cannot be read counts as one episode of its own.
         """
         if self.spill_path is None:
             return set()
@@ -615,7 +618,20 @@ class EpisodeRecorder:
             self._spilled_seen = seen
         except OSError as exc:
             self._spill_failed_locked("counting", exc)
+            if not self._spilled_seen and self._holds_something():
+                return {"unreadable spill file"}
         return self._spilled_seen
+
+    def _holds_something(self) -> bool:
+        """Whether the spill path is a file that is not empty (True when that is unknown)."""
+        assert self.spill_path is not None
+        try:
+            status = self.spill_path.stat()
+        except FileNotFoundError:
+            return False
+        except OSError:
+            return True
+        return stat.S_ISREG(status.st_mode) and status.st_size > 0
 
     @staticmethod
     def _line_id(line: bytes, number: int) -> str:
