@@ -153,6 +153,12 @@ class EpisodeRecorder:
         on_written_later: Callable[[Sequence[ConversationEpisode]], None] | None = None,
     ) -> None:
         self.memory = memory
+        if on_written_later is not None and not callable(on_written_later):
+            # Found at the first late write, it would only be logged: checked now.
+            raise ConfigurationError(
+                "on_written_later must be a function or None, "
+                f"got {type(on_written_later).__name__}"
+            )
         self.on_written_later = on_written_later
         self.max_pending = require_int(
             "max_pending", max_pending, minimum=1, error=ConfigurationError
@@ -362,9 +368,12 @@ class EpisodeRecorder:
         once however many of its versions waited.
 
         Raises:
+            ValidationError: `where` is not a function; nothing is taken out.
             EngineError: The spill file could not be rewritten; nothing is taken out (call
                 it again).
         """
+        if not callable(where):
+            raise ValidationError(f"where must be a function, got {type(where).__name__}")
         return await asyncio.to_thread(self._forget_waiting_blocking, where)
 
     def _forget_waiting_blocking(self, where: Callable[[ConversationEpisode], bool]) -> int:
