@@ -7,20 +7,15 @@ returned 0, "everything stored", while the turns of the killed process waited in
 Now a file that cannot be read and is not empty counts as one episode waiting until it can be
 read (`last_error` says why), so `flush()` and `aclose()` report that something still waits.
 
-The file is made unreadable by its permissions, read by a child process of another user when
-the tests run as root (root reads any file).
+The file is made unreadable by an injected `PermissionError` on every way the recorder opens
+it (the tests may run as root, which reads any file whatever its permissions).
 """
 
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
-import sys
-import tempfile
-import textwrap
-from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from episodex import EpisodeRecorder, EpisodicMemory
@@ -28,69 +23,58 @@ from episodex.testing import HashEmbedder
 
 from ._support import StoreDown, recorder_episode
 
-GUARD = 120  # seconds: only a guard against a child that hangs
 
-_CHILD = textwrap.dedent(
-    """
-    import asyncio, sys
-    from episodex import EpisodeRecorder, EpisodicMemory
-    from episodex.testing import HashEmbedder
+def _unreadable(spill: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every open and read of `spill` fails as a file without read permission does."""
+    denied = PermissionError(13, "Permission denied", str(spill))
+    path_open, read_bytes, os_open = Path.open, Path.read_bytes, os.open
 
-    async def main():
-        async with EpisodicMemory(
-            location=":memory:", embedder=HashEmbedder(), splade=False
-        ) as memory:
-            recorder = EpisodeRecorder(memory, spill_path=sys.argv[1])
-            flushed = await recorder.flush()
-            stats = recorder.stats()
-            closed = await recorder.aclose()
-            print(flushed, stats.pending, stats.spilled, closed, flush=True)
-            print(stats.last_error, flush=True)
+    def opened(self: Path, *args: Any, **kwargs: Any) -> Any:
+        if self == spill:
+            raise denied
+        return path_open(self, *args, **kwargs)
 
-    asyncio.run(main())
-    """
-)
+    def read(self: Path) -> bytes:
+        if self == spill:
+            raise denied
+        return read_bytes(self)
 
+    def low_open(path: Any, *args: Any, **kwargs: Any) -> int:
+        if Path(path) == spill:
+            raise denied
+        return os_open(path, *args, **kwargs)
 
-@pytest.fixture
-def folder() -> Iterator[Path]:
-    # Not under pytest's tmp_path, which only its owner may enter: the child's user must.
-    made = Path(tempfile.mkdtemp(prefix="episodex-spill-"))
-    made.chmod(0o755)
-    yield made
-    shutil.rmtree(made)
+    monkeypatch.setattr(Path, "open", opened)
+    monkeypatch.setattr(Path, "read_bytes", read)
+    monkeypatch.setattr(os, "open", low_open)
 
 
 async def test_a_spill_file_that_cannot_be_read_is_not_reported_empty(
-    folder: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    spill = folder / "pending.jsonl"
+    spill = tmp_path / "pending.jsonl"
     memory = EpisodicMemory(location=":memory:", embedder=HashEmbedder(), splade=False)
     try:
-        StoreDown.put_in(memory, monkeypatch)
-        recorder = EpisodeRecorder(memory, spill_path=spill)
-        assert await recorder.record(**recorder_episode(1)) is None
-        assert recorder.stats().spilled == 1
+        with monkeypatch.context() as down:
+            StoreDown.put_in(memory, down)
+            recorder = EpisodeRecorder(memory, spill_path=spill)
+            assert await recorder.record(**recorder_episode(1)) is None
+            assert recorder.stats().spilled == 1
     finally:
         memory.close()
-    spill.chmod(0o000)
-    # As root, the child runs as nobody (util-linux `setpriv`: the interpreter lies in a
-    # folder only root may enter, which `subprocess`'s own `user=` cannot exec from).
-    as_nobody = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
-    child = subprocess.run(
-        [*(as_nobody if os.geteuid() == 0 else []), sys.executable, "-c", _CHILD, str(spill)],
-        capture_output=True,
-        text=True,
-        timeout=GUARD,
-        env={**os.environ, "HF_HUB_OFFLINE": "1"},
-        check=False,
-    )
-    assert child.returncode == 0, child.stderr
-    counts, error = child.stdout.splitlines()
-    assert counts.split() == ["1", "1", "1", "1"]
-    assert "PermissionError" in error
+    # A restart: a new recorder on the file the last process left, which it cannot read.
+    with monkeypatch.context() as denied:
+        _unreadable(spill, denied)
+        async with EpisodicMemory(
+            location=":memory:", embedder=HashEmbedder(), splade=False
+        ) as restarted:
+            recorder = EpisodeRecorder(restarted, spill_path=spill)
+            assert await recorder.flush() == 1
+            stats = recorder.stats()
+            assert (stats.pending, stats.spilled) == (1, 1)
+            assert "Permission denied" in str(stats.last_error)
+            assert await recorder.aclose() == 1
     # Readable again, the episode is there to be written.
-    spill.chmod(0o644)
     back = EpisodicMemory(location=":memory:", embedder=HashEmbedder(), splade=False)
     try:
         assert await EpisodeRecorder(back, spill_path=spill).flush() == 0
