@@ -29,6 +29,8 @@ ExportFormat = Literal["json", "csv", "prompt"]
 # -- json and csv ------------------------------------------------------------------------
 
 _COLUMNS = tuple(StepMemory.model_fields)
+#: Columns a later release added: an earlier release's csv lacks them, read as empty cells.
+_LATER_COLUMNS = frozenset({"embedding_model"})
 _JSON_COLUMNS = {"env_pre", "env_post", "internal_state_embedding", "metadata"}
 
 
@@ -149,6 +151,8 @@ def _number(column: str, text: str, pattern: re.Pattern[str]) -> str:
 def _from_row(row: Mapping[str, str]) -> dict[str, Any]:
     data: dict[str, Any] = {}
     for column in _COLUMNS:
+        if column not in row:
+            continue  # a column added after the release that wrote the file (_check_header)
         cell = row[column]
         if cell is None:  # pyright: ignore[reportUnnecessaryComparison]
             raise ValidationError(f"the row ends before the {column!r} cell")
@@ -167,6 +171,23 @@ def _from_row(row: Mapping[str, str]) -> dict[str, Any]:
         else:
             data[column] = text
     return data
+
+
+def _check_header(header: tuple[str, ...]) -> None:
+    """`ImportFileError` unless `header` is an export's: today's, or an earlier release's."""
+    expected = tuple(c for c in _COLUMNS if c in header or c not in _LATER_COLUMNS)
+    if header == expected:
+        return
+    missing = [c for c in expected if c not in header]
+    extra = [c for c in header if c not in _COLUMNS]
+    twice = [c for c in dict.fromkeys(header) if header.count(c) > 1]
+    if missing or extra:
+        why = f"missing {missing}, unknown {extra}"
+    elif twice:
+        why = f"it names {', '.join(map(repr, twice))} more than once"
+    else:
+        why = f"its columns are not in the export's order ({', '.join(expected)})"
+    raise ImportFileError(f"the csv header is not a step-memory export: {why}", [(1, "bad header")])
 
 
 def import_memories(
@@ -241,13 +262,7 @@ def import_memories(
         header = tuple(reader.fieldnames or ())
     except csv.Error as exc:
         raise ImportFileError(f"not csv: {exc}", [(1, str(exc))]) from None
-    if header != _COLUMNS:
-        missing = [c for c in _COLUMNS if c not in header]
-        extra = [c for c in header if c not in _COLUMNS]
-        raise ImportFileError(
-            f"the csv header is not a step-memory export: missing {missing}, unknown {extra}",
-            [(1, "bad header")],
-        )
+    _check_header(header)
     number = 0
     while True:
         number += 1
