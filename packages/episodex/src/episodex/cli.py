@@ -240,10 +240,15 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     # Given empty (a variable that was not set), a place must not mean "the default store":
     # `forget --all` would then delete there.
+    # The same for every file or folder given: Path("") is the current folder (`demo --keep`
+    # made its store there), and an empty --from-json was read as none given.
     for flag, value in (
         ("--path", args.path),
         ("--url", args.url),
         ("--output", getattr(args, "output", None)),
+        ("--keep", getattr(args, "keep", None)),
+        ("--from-json", getattr(args, "from_json", None)),
+        ("the import file's name", getattr(args, "file", None)),
     ):
         if value is not None and not value.strip():
             parser.error(f"{flag} is empty; give a {'URL' if flag == '--url' else 'path'}")
