@@ -30,9 +30,22 @@ _RANDOM_LENGTH = 8
 _RANDOM_CHARACTERS = frozenset(string.ascii_lowercase + string.digits + "_")
 
 
+def _written_through(path: Path) -> Path:
+    """The file a write of `path` replaces: the target of a symlink, not the link.
+
+    Replaced, the link became a copy of its own and its target kept the old text (an export
+    to a link, a store file kept elsewhere), as a shell's `>` or an editor never does.
+    """
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
+
+
 @contextlib.contextmanager
 def atomic_write(path: Path) -> Generator[IO[str]]:
-    """Write the text of `path` through a temp file that replaces it only on success."""
+    """Write the text of `path` through a temp file that replaces it only on success.
+
+    A symlink at `path` stays: the file it names is replaced.
+    """
+    path = _written_through(path)
     fd, name = tempfile.mkstemp(dir=path.parent, prefix=_temp_prefix(path), suffix=_TEMP_SUFFIX)
     tmp = Path(name)
     try:
@@ -59,6 +72,7 @@ def remove_stale_temps(path: Path) -> int:
     file): the caller must hold the lock every writer of `path` holds, so none is in flight.
     A file that cannot be deleted is left for the next open.
     """
+    path = _written_through(path)  # where atomic_write made them
     prefix = _temp_prefix(path)
     removed = 0
     try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import codecs
 import io
 import json
+import stat
 import tempfile
 from collections.abc import Callable, Generator, Iterable, Iterator
 from contextlib import contextmanager
@@ -75,6 +76,11 @@ def export(
     if isinstance(destination, str | Path):
         path = Path(destination)
         try:
+            if _is_stream(path):
+                # A named pipe or a device (`-o /dev/stdout`, a shell's `>(gzip > x)`): a
+                # temp file renamed over it replaced the pipe and its reader got nothing.
+                with path.open("w", encoding="utf-8") as fh:
+                    return _write_jsonl(fh, hits)
             with atomic_write(path) as fh:
                 n = _write_jsonl(fh, hits)
         except OSError as exc:
@@ -84,6 +90,15 @@ def export(
             ) from exc
         return n
     return _write_jsonl(destination, hits, ascii_only=ascii_only)
+
+
+def _is_stream(path: Path) -> bool:
+    """Whether `path` is something to write into, not a file to replace (a pipe, a device)."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False  # not there (made by the write) or not reachable (the write says why)
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
 
 
 def bad_file_error(skipped: list[tuple[int, str]]) -> ImportFileError:
