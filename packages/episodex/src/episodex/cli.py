@@ -473,35 +473,45 @@ class _Source:
         self.episodes = 0  # valid episodes found by the check
         self._path: Path | None = None
         self._spool: IO[bytes] | None = None
+        stream: IO[bytes] | None = None
         if name != "-":
             path = Path(name)
             if path.is_dir():
                 raise ValidationError(f"{name} is a folder; give the path of a JSONL file")
             try:
-                with path.open("rb"):
-                    pass
+                fh = path.open("rb")
             except FileNotFoundError:
                 raise ValidationError(f"{name}: no such file") from None
             except OSError as exc:
                 raise ValidationError(f"cannot read {name}: {exc.strerror or exc}") from None
-            self._path = path
-            return
+            if path.is_file():
+                fh.close()
+                self._path = path
+                return
+            # A named pipe (/dev/stdin, a shell's `<(...)`) reads once, as stdin does: read
+            # again, it gave nothing and "imported 0 episode(s)".
+            stream = fh
         from episodex._episodes import transfer
 
-        stdin = _stdin()
+        stdin = _stdin() if stream is None else None
         spool = tempfile.TemporaryFile()  # closed by close()
         try:
-            buffer: IO[bytes] | None = getattr(stdin, "buffer", None)
+            buffer: IO[bytes] | None = stream or getattr(stdin, "buffer", None)
             while chunk := (
                 buffer.read(transfer.READ_CHUNK)
                 if buffer is not None
                 # A text stream put in place of stdin (an embedding program, a test).
-                else stdin.read(transfer.READ_CHUNK).encode("utf-8", "surrogateescape")
+                else cast(IO[str], stdin)
+                .read(transfer.READ_CHUNK)
+                .encode("utf-8", "surrogateescape")
             ):
                 spool.write(chunk)
         except BaseException:
             spool.close()
             raise
+        finally:
+            if stream is not None:
+                stream.close()
         self._spool = spool
 
     def open(self) -> Path | IO[bytes]:

@@ -393,7 +393,17 @@ def _rereadable(
     (a pipe) is copied to a temporary file as it is read the first time.
     """
     if isinstance(source, str | Path):
-        yield lambda: source
+        if not _is_stream(Path(source)):
+            yield lambda: source
+            return
+        # A named pipe (`import_("/dev/stdin")`, a shell's `<(...)`) reads once: read again,
+        # it gave nothing, and the import failed as if the file had changed.
+        try:
+            fh = Path(source).open("rb")  # closed below, after the import
+        except OSError as exc:
+            raise _unreadable(source, exc) from exc
+        with fh, _rereadable(fh) as again:
+            yield again
         return
     start: int | None = None
     try:
