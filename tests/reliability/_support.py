@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import subprocess
+import threading
 from collections.abc import Generator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -198,3 +199,27 @@ class AppliedThenFailed:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
+
+
+class FirstWriteWaits:
+    """Put in place of `memory.store.memorize_many`: the first write waits until `go` is set.
+
+    It waits before it stores, or with `stored_first` after. `entered` is set when it begins
+    to wait; `guard` seconds only guard against a deadlock, never decide how calls meet.
+    """
+
+    def __init__(
+        self, memory: EpisodicMemory, *, stored_first: bool = False, guard: float = 60
+    ) -> None:
+        self.real = memory.store.memorize_many
+        self.stored_first = stored_first
+        self.guard = guard
+        self.entered = threading.Event()
+        self.go = threading.Event()
+
+    def __call__(self, episodes: Any, **kwargs: Any) -> list[str]:
+        ids = self.real(episodes, **kwargs) if self.stored_first else None
+        if not self.entered.is_set():
+            self.entered.set()
+            assert self.go.wait(self.guard)
+        return self.real(episodes, **kwargs) if ids is None else ids

@@ -12,33 +12,16 @@ Now `record` returns the point id of an episode that is stored, whichever call w
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from episodex import EpisodeRecorder, EpisodicMemory
 from episodex.testing import HashEmbedder
 
-from ._support import recorder_episode, stored_summaries
+from ._support import FirstWriteWaits, recorder_episode, stored_summaries
 
 GUARD = 60  # seconds: only a deadlock guard, never how the calls meet
-
-
-class _FirstWriteWaits:
-    """Put in place of `memory.store.memorize_many`: the first write waits until `go`."""
-
-    def __init__(self, memory: EpisodicMemory) -> None:
-        self.real = memory.store.memorize_many
-        self.entered = threading.Event()
-        self.go = threading.Event()
-
-    def __call__(self, episodes: Any, **kwargs: Any) -> list[str]:
-        if not self.entered.is_set():
-            self.entered.set()
-            assert self.go.wait(GUARD)
-        return self.real(episodes, **kwargs)
 
 
 @pytest.fixture
@@ -52,7 +35,7 @@ async def test_an_episode_another_call_wrote_is_reported_stored(
     memory: EpisodicMemory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     recorder = EpisodeRecorder(memory)
-    gate = _FirstWriteWaits(memory)
+    gate = FirstWriteWaits(memory)
     monkeypatch.setattr(memory.store, "memorize_many", gate)
     ids = {n: f"00000000-0000-4000-8000-00000000000{n}" for n in (1, 2, 3)}
     first = asyncio.create_task(recorder.record(**recorder_episode(1, point_id=ids[1])))

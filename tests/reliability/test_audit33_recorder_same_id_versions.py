@@ -20,35 +20,17 @@ import signal
 import subprocess
 import sys
 import textwrap
-import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from episodex import EpisodeRecorder, EpisodicMemory
 from episodex.testing import HashEmbedder
 
-from ._support import recorder_episode
+from ._support import FirstWriteWaits, recorder_episode
 
 GUARD = 60  # seconds: only a deadlock guard, never how the calls meet
 POINT = "00000000-0000-4000-8000-000000000033"
-
-
-class _FirstWriteWaits:
-    """Put in place of `memory.store.memorize_many`: the first write stores, then waits."""
-
-    def __init__(self, memory: EpisodicMemory) -> None:
-        self.real = memory.store.memorize_many
-        self.entered = threading.Event()
-        self.go = threading.Event()
-
-    def __call__(self, episodes: Any, **kwargs: Any) -> list[str]:
-        ids = self.real(episodes, **kwargs)
-        if not self.entered.is_set():
-            self.entered.set()
-            assert self.go.wait(GUARD)
-        return ids
 
 
 @pytest.fixture
@@ -69,7 +51,7 @@ async def test_a_version_recorded_during_the_first_write_is_written_after_it(
 ) -> None:
     spill_path = tmp_path / "pending.jsonl" if spill else None
     recorder = EpisodeRecorder(memory, spill_path=spill_path, deferred=True)
-    gate = _FirstWriteWaits(memory)
+    gate = FirstWriteWaits(memory, stored_first=True)
     monkeypatch.setattr(memory.store, "memorize_many", gate)
     try:
         await recorder.record(**recorder_episode(1, point_id=POINT))

@@ -30,26 +30,11 @@ import pytest
 from episodex import EpisodeRecorder, EpisodicMemory
 from episodex.testing import HashEmbedder
 
-from ._support import recorder_episode, stored_summaries
+from ._support import FirstWriteWaits, recorder_episode, stored_summaries
 
 GUARD = 60  # seconds: only a deadlock guard
 CHANCE = 1.0  # seconds the other call is given to run past A's write (it must not)
 POINT = "00000000-0000-4000-8000-000000000035"
-
-
-class _FirstWriteWaits:
-    """Put in place of `memory.store.memorize_many`: the first write waits, then stores."""
-
-    def __init__(self, memory: EpisodicMemory) -> None:
-        self.real = memory.store.memorize_many
-        self.entered = threading.Event()
-        self.go = threading.Event()
-
-    def __call__(self, episodes: Any, **kwargs: Any) -> list[str]:
-        if not self.entered.is_set():
-            self.entered.set()
-            assert self.go.wait(GUARD)
-        return self.real(episodes, **kwargs)
 
 
 @pytest.fixture
@@ -64,7 +49,7 @@ async def test_a_conversation_forgotten_during_another_recorders_write_stays_for
 ) -> None:
     spill = tmp_path / "pending.jsonl"
     first, second = (EpisodeRecorder(memory, spill_path=spill) for _ in range(2))
-    gate = _FirstWriteWaits(memory)
+    gate = FirstWriteWaits(memory)
     monkeypatch.setattr(memory.store, "memorize_many", gate)
     real_forget = memory.store.forget
     forgotten = threading.Event()
@@ -101,7 +86,7 @@ async def test_a_newer_version_another_recorder_stored_is_not_overwritten(
 ) -> None:
     spill = tmp_path / "pending.jsonl"
     first, second = (EpisodeRecorder(memory, spill_path=spill) for _ in range(2))
-    gate = _FirstWriteWaits(memory)
+    gate = FirstWriteWaits(memory)
     monkeypatch.setattr(memory.store, "memorize_many", gate)
     writing = asyncio.ensure_future(first.record(**recorder_episode(1, point_id=POINT)))
     try:
