@@ -31,7 +31,6 @@ __all__ = [
     "might_apply_failed_writes",
     "open_collection",
     "payload_path",
-    "stored_dense_vectors",
     "stored_points",
     "stored_vectors",
     "tenant_filter",
@@ -125,27 +124,14 @@ def stored_points(engine: Engine, collection: str, ids: Sequence[str]) -> dict[s
     return found
 
 
-def stored_dense_vectors(
-    engine: Engine, collection: str, ids: Sequence[str]
-) -> dict[str, dict[str, list[float]]]:
-    """The dense vectors stored at `ids` where the engine can read them, else none.
-
-    A point taken back after a failed write is written back with them where its payload does
-    not keep them; an engine that cannot read vectors (one of another program's) leaves the
-    caller to make them anew.
-    """
-    read = getattr(engine, "dense_vectors", None)
-    if read is None or not ids:
-        return {}
-    return read(collection, ids)
-
-
 def stored_vectors(
     engine: Engine, collection: str, ids: Sequence[str]
 ) -> dict[str, tuple[dict[str, list[float]], dict[str, SparseVec]]]:
     """The dense and sparse vectors stored at `ids` where the engine can read them, else none.
 
-    As `stored_dense_vectors`, for a point whose payload keeps neither kind of vector.
+    A point taken back after a failed write is written back with them where its payload does
+    not keep them; an engine that cannot read vectors (one of another program's) leaves the
+    caller to make them anew.
     """
     read = getattr(engine, "point_vectors", None)
     if read is None or not ids:

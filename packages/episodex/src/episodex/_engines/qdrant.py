@@ -579,22 +579,13 @@ class QdrantClientEngine:
         hits = [_hit(r) for r in records]
         return hits, (None if order is not None or next_offset is None else str(next_offset))
 
-    def dense_vectors(
-        self, collection: str, ids: Sequence[str]
-    ) -> dict[str, dict[str, list[float]]]:
-        """The dense vectors stored at `ids`, by point id and vector name.
-
-        For writing a point back as it was (taking back a failed write): a vector its payload
-        does not keep could otherwise only be made anew, and differ from the stored one.
-        """
-        return {i: dense for i, (dense, _) in self.point_vectors(collection, ids).items()}
-
     def point_vectors(
         self, collection: str, ids: Sequence[str]
     ) -> dict[str, tuple[dict[str, list[float]], dict[str, SparseVec]]]:
         """The dense and sparse vectors stored at `ids`, by point id and vector name.
 
-        For writing a point back as it was (taking back a failed write), as `dense_vectors`.
+        For writing a point back as it was (taking back a failed write): a vector its payload
+        does not keep could otherwise only be made anew, and differ from the stored one.
         """
         found: dict[str, tuple[dict[str, list[float]], dict[str, SparseVec]]] = {}
         wanted = list(dict.fromkeys(ids))

@@ -18,8 +18,8 @@ from episodex._engines.collection import (
     foreign_claims,
     might_apply_failed_writes,
     open_collection,
-    stored_dense_vectors,
     stored_points,
+    stored_vectors,
     tenant_filter,
     upsert_or_take_back,
 )
@@ -141,11 +141,14 @@ class LessonStore:
     ) -> list[StepMemory]:
         # A replaced step whose payload keeps no usable state vector (another program's, an
         # older release's) is written back by the vector it is stored with, read now.
-        kept = stored_dense_vectors(
-            self.engine,
-            self.collection,
-            [i for i, h in (before or {}).items() if self._usable_vector(h.payload) is None],
-        )
+        kept = {
+            i: dense
+            for i, (dense, _) in stored_vectors(
+                self.engine,
+                self.collection,
+                [i for i, h in (before or {}).items() if self._usable_vector(h.payload) is None],
+            ).items()
+        }
         points: list[Point] = []
         for m in embedded:
             payload = m.model_dump(mode="json", exclude={"id"})
