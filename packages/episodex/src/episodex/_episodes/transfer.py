@@ -36,7 +36,6 @@ __all__ = [
     "episode_record",
     "export",
     "import_",
-    "read_records",
 ]
 
 
@@ -110,29 +109,8 @@ def bad_file_error(skipped: list[tuple[int, str]]) -> ImportFileError:
     )
 
 
-def read_records(
-    source: str | Path | IO[str] | IO[bytes],
-    *,
-    user_id: str | None = None,
-    agent_id: str | None = None,
-) -> tuple[list[ConversationEpisode], list[int], ImportReport]:
-    """The episodes of a JSONL export, read and checked without a store.
-
-    Returns the valid episodes, the line number of each, and a report whose `skipped` lists
-    every bad line (`import_` adds the lines naming an id another tenant owns, which takes a
-    store to find).
-    """
-    report = ImportReport()
-    valid: list[ConversationEpisode] = []
-    numbers: list[int] = []
-    for number, episode in _checked_records(source, report, user_id=user_id, agent_id=agent_id):
-        valid.append(episode)
-        numbers.append(number)
-    return valid, numbers, report
-
-
 def count_records(source: str | Path | IO[str] | IO[bytes]) -> tuple[int, ImportReport]:
-    """How many valid episodes a JSONL export holds, and its bad lines, as `read_records`.
+    """How many valid episodes a JSONL export holds, and its bad lines (`import_`'s checks).
 
     Each episode is let go once checked: `episodex import` counts the file with this before
     it opens the store, so a file with a bad line leaves no new store behind.
