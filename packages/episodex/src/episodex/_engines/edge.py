@@ -1061,8 +1061,7 @@ class EdgeEngine:
         if key is None:
             raise EngineError(f"{folder} stores point ids this version cannot read")
         self._folder_lock.check()
-        needed = sparse_bytes(folder) + _DELETE_BYTES
-        if self._space.free() - needed < self._space.min_free_bytes:
+        if not self._space.fits(sparse_bytes(folder) + _DELETE_BYTES):
             # Loading the copy fills its files (far more than the delete needs): on a disk
             # without that room every forget was refused, for a copy holding nothing the
             # collection lacks. Deleted whole instead; a later re-index copies it again.

@@ -100,10 +100,14 @@ class FreeSpace:
         """Bytes free for this process on the store's disk."""
         return shutil.disk_usage(self.folder).free
 
+    def fits(self, needed: int) -> bool:
+        """Whether `needed` bytes fit with `min_free_bytes` left free."""
+        return self.free() - needed >= self.min_free_bytes
+
     def require(self, needed: int, what: str) -> None:
         """Raise `StorageFullError` unless `needed` bytes fit and `min_free_bytes` stay free."""
-        free = self.free()
-        if free - needed < self.min_free_bytes:
+        if not self.fits(needed):
+            free = self.free()
             raise StorageFullError(
                 f"{what} refused: the disk of the store at {self.folder} has {_mib(free)} free, "
                 f"and this needs {_mib(needed)} plus the {_mib(self.min_free_bytes)} the store "
